@@ -1,0 +1,3 @@
+module ergo.services/ergo
+
+go 1.26
