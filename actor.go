@@ -1,0 +1,462 @@
+package leader
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"runtime/debug"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"ergo.services/ergo/lib"
+)
+
+// ActorBehavior is what an actor embedding Actor implements. Embedding Actor
+// provides every method except Init.
+type ActorBehavior interface {
+	gen.ProcessBehavior
+
+	// Init returns the options of this election. It runs before the options
+	// are applied: Join called here is remembered and applied right after.
+	Init(args ...any) (Options, error)
+	// HandleMessage receives every message that is not part of the election
+	// protocol. Returning an error terminates the actor with it.
+	HandleMessage(from gen.PID, message any) error
+	// HandleCall receives synchronous requests. A non-nil result is sent back
+	// to the caller. A non-nil error is sent back to the caller as the call's
+	// error and the actor keeps running (so a node without a leader can reject
+	// a request, as in the forwarding pattern); only gen.TerminateReasonNormal,
+	// gen.TerminateReasonShutdown and gen.TerminateReasonKill stop the actor.
+	// A nil result with a nil error means the response is sent later with
+	// SendResponse.
+	HandleCall(from gen.PID, ref gen.Ref, request any) (any, error)
+	// Terminate is called once when the actor stops.
+	Terminate(reason error)
+	// HandleInspect returns the behavior's own inspection keys; they are
+	// merged on top of the election's ergo: keys.
+	HandleInspect(from gen.PID, item ...string) map[string]string
+
+	// HandleConfirmLeader is consulted after this node won an election and
+	// before leadership is published. False or an error withholds it: the
+	// node stands down and re-campaigns after a backoff that doubles with
+	// each consecutive denial. It runs on the actor's goroutine; bound any
+	// network call well under the election timeout.
+	HandleConfirmLeader() (bool, error)
+	// HandleBecomeLeader is where the singleton work starts. Returning an
+	// error rolls the transition back and terminates the actor with it.
+	HandleBecomeLeader() error
+	// HandleBecomeFollower is where the work stops. It fires on every
+	// transition into follower and whenever the recognised leader changes,
+	// with an empty PID when no leader is known. Make it idempotent.
+	HandleBecomeFollower(leader gen.PID) error
+
+	// HandlePeerJoined reports a peer whose process became known (a new
+	// member, or a member's restarted process). Informational: membership
+	// is already applied.
+	HandlePeerJoined(peer gen.PID) error
+	// HandlePeerLeft reports a peer removed from the view. Its PID holds only
+	// the node when the process was never reached.
+	HandlePeerLeft(peer gen.PID) error
+
+	// HandleEvent, HandleSpan and HandleLog receive the framework's message
+	// classes for events, tracing spans and log messages.
+	HandleEvent(event gen.MessageEvent) error
+	HandleSpan(span gen.TracingSpan) error
+	HandleLog(message gen.MessageLog) error
+}
+
+// ErrNotLeader is returned by StepDown on a node that does not lead.
+var ErrNotLeader = errors.New("leader: this node is not the leader")
+
+// kindCandidate is the process kind reported while campaigning; the
+// framework names leader and follower kinds but not this one.
+const kindCandidate gen.ProcessKind = "candidate"
+
+// Actor is the embeddable leader actor. Embed it in your actor, implement
+// Init, HandleBecomeLeader and HandleBecomeFollower, and spawn the result
+// like any other process. Its methods must be called from the actor's own
+// callbacks, as with any ergo actor.
+type Actor struct {
+	gen.Process
+
+	behavior ActorBehavior
+	mailbox  gen.ProcessMailbox
+	trap     bool
+
+	state        *election
+	pendingJoins []gen.ProcessID // Join called from Init, before options exist
+	reported     publicState     // what the callbacks have told the behavior
+	cancels      [numTimers]gen.CancelFunc
+	kind         gen.ProcessKind
+
+	// Injected by the deterministic simulator; production uses the wall
+	// clock and a randomly seeded source.
+	clock    func() time.Time
+	rng      *rand.Rand
+	switches protocolSwitches
+}
+
+// publicState is the part of the state the callbacks report.
+type publicState struct {
+	leading     bool
+	campaigning bool
+	leader      gen.PID
+}
+
+func (e *election) public() publicState {
+	return publicState{leading: e.role == roleLeader, campaigning: e.role == roleCandidate, leader: e.leader}
+}
+
+// ProcessInit implements gen.ProcessBehavior. It runs the behavior's Init,
+// validates the options, checks that the protocol types are registered and
+// arms the first election timer.
+func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
+	behavior, ok := process.Behavior().(ActorBehavior)
+	if ok == false {
+		return fmt.Errorf("leader: %T does not implement leader.ActorBehavior: embed leader.Actor and implement Init(args ...any) (leader.Options, error)", process.Behavior())
+	}
+	a.behavior = behavior
+	a.Process = process
+	a.mailbox = process.Mailbox()
+	if a.clock == nil {
+		a.clock = time.Now
+	}
+	if a.rng == nil {
+		a.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+
+	options, err := behavior.Init(args...)
+	if err != nil {
+		return err
+	}
+	cfg, warnings, err := options.resolve()
+	if err != nil {
+		return err
+	}
+	if err := a.checkRegistered(); err != nil {
+		return err
+	}
+	for _, warning := range warnings {
+		a.Log().Warning("leader %q: %s", cfg.clusterID, warning)
+	}
+
+	a.state = newElection(cfg, a.PID(), a.Name(), a.rng, a.Log())
+	a.state.switches = a.switches
+	a.state.start(a.clock())
+	for _, peer := range a.pendingJoins {
+		a.state.join(peer)
+	}
+	a.pendingJoins = nil
+	return a.flush()
+}
+
+// checkRegistered refuses to start a node that cannot encode the protocol.
+// A node without a network has no peers to talk to, so nothing is needed.
+func (a *Actor) checkRegistered() error {
+	network := a.Node().Network()
+	if network.Mode() == gen.NetworkModeDisabled {
+		return nil
+	}
+	for _, value := range NetworkTypes() {
+		t := reflect.TypeOf(value)
+		name := "#" + t.PkgPath() + "/" + t.Name()
+		if _, ok := network.LookupType(name); ok == false {
+			return fmt.Errorf("%w on node %s: %s is unknown to the node's codec, so every vote would fail to encode; "+
+				"add leader.NetworkTypes() to gen.ApplicationSpec.Network.RegisterTypes of the application that starts this actor "+
+				"(and leader.ErrorTypes() to RegisterErrors), or call node.Network().RegisterTypes(leader.NetworkTypes()) before the node connects to any peer",
+				ErrNotRegistered, a.Node().Name(), name)
+		}
+	}
+	return nil
+}
+
+// ProcessKind implements gen.ProcessBehavior: leader, follower or candidate.
+func (a *Actor) ProcessKind() gen.ProcessKind {
+	if a.kind == "" {
+		return gen.ProcessKindFollower
+	}
+	return a.kind
+}
+
+// ProcessRun implements gen.ProcessBehavior. It drains the mailbox (Urgent,
+// System, Main, then Log) and returns nil to sleep once it is empty.
+func (a *Actor) ProcessRun() (reason error) {
+	if lib.Recover() {
+		defer func() {
+			if r := recover(); r != nil {
+				a.Log().Panic("leader: panic in the actor: %v\n%s", r, debug.Stack())
+				reason = gen.TerminateReasonPanic
+			}
+		}()
+	}
+	for {
+		if a.State() != gen.ProcessStateRunning {
+			return gen.TerminateReasonKill
+		}
+		var err error
+		if message, ok := a.pop(); ok {
+			err = a.dispatch(message)
+			gen.ReleaseMailboxMessage(message)
+		} else if value, ok := a.mailbox.Log.Pop(); ok {
+			if entry, isLog := value.(gen.MessageLog); isLog {
+				err = a.behavior.HandleLog(entry)
+			}
+		} else {
+			return nil
+		}
+		if err == nil {
+			err = a.flush()
+		}
+		if err != nil {
+			return a.terminating(err)
+		}
+	}
+}
+
+func (a *Actor) pop() (*gen.MailboxMessage, bool) {
+	for _, queue := range []lib.QueueMPSC{a.mailbox.Urgent, a.mailbox.System, a.mailbox.Main} {
+		for {
+			value, ok := queue.Pop()
+			if ok == false {
+				break
+			}
+			if message, isMessage := value.(*gen.MailboxMessage); isMessage {
+				return message, true
+			}
+		}
+	}
+	return nil, false
+}
+
+func (a *Actor) dispatch(message *gen.MailboxMessage) error {
+	switch message.Type {
+	case gen.MailboxMessageTypeRegular:
+		return a.handleRegular(message.From, message.Message)
+
+	case gen.MailboxMessageTypeRequest:
+		result, err := a.behavior.HandleCall(message.From, message.Ref, message.Message)
+		if err != nil {
+			if isTermination(err) {
+				if result != nil {
+					a.SendResponse(message.From, message.Ref, result)
+				}
+				return err
+			}
+			a.SendResponseError(message.From, message.Ref, err)
+			return nil
+		}
+		if result != nil {
+			a.SendResponse(message.From, message.Ref, result)
+		}
+		return nil
+
+	case gen.MailboxMessageTypeEvent:
+		if event, ok := message.Message.(gen.MessageEvent); ok {
+			return a.behavior.HandleEvent(event)
+		}
+	case gen.MailboxMessageTypeSpan:
+		if span, ok := message.Message.(gen.TracingSpan); ok {
+			return a.behavior.HandleSpan(span)
+		}
+	case gen.MailboxMessageTypeExit:
+		return a.handleExit(message.From, message.Message)
+
+	case gen.MailboxMessageTypeInspect:
+		items, _ := message.Message.([]string)
+		a.SendResponse(message.From, message.Ref, a.inspectMerged(message.From, items...))
+		return nil
+	}
+	a.Log().Warning("leader: dropped a mailbox message of type %d (%T) that this actor does not handle", message.Type, message.Message)
+	return nil
+}
+
+func (a *Actor) handleRegular(from gen.PID, message any) error {
+	now := a.clock()
+	switch m := message.(type) {
+	case timerFired:
+		if from != a.PID() {
+			a.state.drop("foreign_timer")
+			return nil
+		}
+		a.state.timer(now, m.Kind, m.Generation)
+		return nil
+	case gen.MessageDownPID:
+		if a.state.down(now, m.PID, m.Reason) {
+			return nil
+		}
+	default:
+		if a.state.receive(now, from, message) {
+			return nil
+		}
+	}
+	return a.behavior.HandleMessage(from, message)
+}
+
+// handleExit terminates on an exit signal unless exits are trapped, in which
+// case an exit from anyone but the parent arrives as a message.
+func (a *Actor) handleExit(from gen.PID, message any) error {
+	if a.trap && from != a.Parent() {
+		return a.behavior.HandleMessage(from, message)
+	}
+	var reason error
+	switch exit := message.(type) {
+	case gen.MessageExitPID:
+		reason = exit.Reason
+	case gen.MessageExitProcessID:
+		reason = exit.Reason
+	case gen.MessageExitAlias:
+		reason = exit.Reason
+	case gen.MessageExitEvent:
+		reason = exit.Reason
+	case gen.MessageExitNode:
+		reason = gen.ErrNoConnection
+	case error:
+		reason = exit
+	}
+	if reason == nil {
+		reason = gen.TerminateReasonKill
+	}
+	return reason
+}
+
+// terminating runs just before ProcessRun returns a termination reason. A
+// leader that stops on purpose (normal or shutdown) hands leadership over
+// while it can still send, and reports the end of its leadership.
+func (a *Actor) terminating(reason error) error {
+	if a.state == nil || a.state.role != roleLeader || a.state.unpublished {
+		return reason
+	}
+	if errors.Is(reason, gen.TerminateReasonNormal) == false && errors.Is(reason, gen.TerminateReasonShutdown) == false {
+		return reason
+	}
+	a.state.handover(a.clock(), "the actor is stopping ("+reason.Error()+")")
+	if err := a.flush(); err != nil {
+		a.Log().Error("leader: while handing over before stopping: %s", err)
+	}
+	return reason
+}
+
+func isTermination(err error) bool {
+	return errors.Is(err, gen.TerminateReasonNormal) || errors.Is(err, gen.TerminateReasonShutdown) || errors.Is(err, gen.TerminateReasonKill)
+}
+
+// ProcessTerminate implements gen.ProcessBehavior.
+func (a *Actor) ProcessTerminate(reason error) {
+	for kind, cancel := range a.cancels {
+		if cancel != nil {
+			cancel()
+			a.cancels[kind] = nil
+		}
+	}
+	a.behavior.Terminate(reason)
+}
+
+// flush performs what the state asked for and runs the callbacks its changes
+// call for, until nothing is left: callbacks may call Join, Leave or StepDown,
+// which change the state again.
+func (a *Actor) flush() error {
+	for {
+		out := a.state.takeEffects()
+		a.perform(out)
+		for _, pid := range out.joined {
+			if err := a.behavior.HandlePeerJoined(pid); err != nil {
+				return err
+			}
+		}
+		for _, pid := range out.left {
+			if err := a.behavior.HandlePeerLeft(pid); err != nil {
+				return err
+			}
+		}
+		if a.state.confirming {
+			allowed, err := a.behavior.HandleConfirmLeader()
+			a.state.confirmResult(a.clock(), allowed, err)
+			continue
+		}
+		if err := a.report(); err != nil {
+			return err
+		}
+		if a.state.out.empty() && a.state.confirming == false && a.state.public() == a.reported {
+			a.updateKind()
+			return nil
+		}
+	}
+}
+
+func (a *Actor) perform(out effects) {
+	for _, o := range out.sends {
+		err := a.Send(o.to, o.message)
+		a.state.sendResult(o.node, err)
+	}
+	for _, t := range out.timers {
+		if cancel := a.cancels[t.kind]; cancel != nil {
+			cancel()
+			a.cancels[t.kind] = nil
+		}
+		if t.after < 0 {
+			continue
+		}
+		cancel, err := a.SendAfter(a.PID(), timerFired{Kind: t.kind, Generation: t.generation}, t.after)
+		if err != nil {
+			a.Log().Error("leader: cannot arm a timer (%s); the election stalls until the next message", err)
+			continue
+		}
+		a.cancels[t.kind] = cancel
+	}
+	for _, pid := range out.demonitor {
+		a.Demonitor(pid)
+	}
+	for _, pid := range out.monitor {
+		if err := a.Monitor(pid); err != nil {
+			// A peer we cannot monitor is treated as one whose connection
+			// dropped, unless the framework says the process is gone.
+			reason := gen.ErrNoConnection
+			if errors.Is(err, gen.ErrProcessUnknown) {
+				reason = err
+			}
+			a.state.down(a.clock(), pid, reason)
+		}
+	}
+}
+
+// report runs HandleBecomeLeader or HandleBecomeFollower when the role or the
+// recognised leader changed since the last report, exactly once per change.
+func (a *Actor) report() error {
+	now := a.state.public()
+	previous := a.reported
+	switch {
+	case now.leading && previous.leading == false:
+		a.reported = now
+		a.updateKind()
+		if err := a.behavior.HandleBecomeLeader(); err != nil {
+			a.state.rollback(a.clock())
+			a.reported = a.state.public()
+			a.Log().Error("leader %q: HandleBecomeLeader refused leadership of term %d: %s; the actor stops", a.state.cfg.clusterID, a.state.term, err)
+			return err
+		}
+		a.state.published(a.clock())
+	case now.leading == false && now.campaigning == false &&
+		(previous.leading || previous.campaigning || previous.leader != now.leader):
+		a.reported = now
+		a.updateKind()
+		return a.behavior.HandleBecomeFollower(now.leader)
+	default:
+		a.reported = now
+	}
+	return nil
+}
+
+func (a *Actor) updateKind() {
+	kind := gen.ProcessKindFollower
+	switch a.state.role {
+	case roleLeader:
+		kind = gen.ProcessKindLeader
+	case roleCandidate:
+		kind = kindCandidate
+	}
+	if kind != a.kind {
+		a.kind = kind
+		a.SetProcessKind(kind)
+	}
+}

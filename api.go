@@ -1,0 +1,147 @@
+package leader
+
+import (
+	"slices"
+
+	"ergo.services/ergo/gen"
+)
+
+// IsLeader reports whether this node holds leadership now.
+func (a *Actor) IsLeader() bool {
+	return a.state != nil && a.state.role == roleLeader
+}
+
+// Leader returns the PID of the leader this node recognises: its own PID
+// when it leads, the zero PID when no leader is known.
+func (a *Actor) Leader() gen.PID {
+	if a.state == nil {
+		return gen.PID{}
+	}
+	return a.state.leader
+}
+
+// Term returns the current term, the election's logical clock.
+func (a *Actor) Term() uint64 {
+	if a.state == nil {
+		return 0
+	}
+	return a.state.term
+}
+
+// ClusterID returns the id of the election this actor takes part in.
+func (a *Actor) ClusterID() string {
+	if a.state == nil {
+		return ""
+	}
+	return a.state.cfg.clusterID
+}
+
+// Peers returns the PIDs of the peers whose PID is known, ordered by node.
+// A member that was declared but never answered, or whose connection
+// dropped, counts in the view but is not listed.
+func (a *Actor) Peers() []gen.PID {
+	if a.state == nil {
+		return nil
+	}
+	return a.state.peers()
+}
+
+// PeerCount returns len(Peers()).
+func (a *Actor) PeerCount() int {
+	return len(a.Peers())
+}
+
+// HasPeer reports whether pid is the known PID of a member of the view.
+func (a *Actor) HasPeer(pid gen.PID) bool {
+	if a.state == nil {
+		return false
+	}
+	m, ok := a.state.members[pid.Node]
+	return ok && m.pid == pid
+}
+
+// Bootstrap returns Options.Bootstrap as configured.
+func (a *Actor) Bootstrap() []gen.ProcessID {
+	if a.state == nil {
+		return nil
+	}
+	return slices.Clone(a.state.cfg.bootstrap)
+}
+
+// Join declares a peer and opens negotiation with it. The peer counts toward
+// the view at once, before it has answered. Idempotent per node: calling it
+// again for a known node only re-probes one that is not reachable, at most
+// once per ElectionTimeoutMax, so it is safe from a discovery loop. Join
+// overrides an earlier Leave of the same node. Called from Init, it is
+// applied right after the options.
+func (a *Actor) Join(peer gen.ProcessID) {
+	if a.state == nil {
+		a.pendingJoins = append(a.pendingJoins, peer)
+		return
+	}
+	a.state.now = a.clock()
+	a.state.join(peer)
+}
+
+// Leave withdraws a node from the view and from every quorum computed
+// afterwards. Call it when your discovery stops listing the node. The
+// withdrawal is sticky for ElectionTimeoutMax: messages from the node
+// arriving meanwhile are dropped instead of re-admitting it.
+func (a *Actor) Leave(node gen.Atom) {
+	if a.state == nil {
+		return
+	}
+	a.state.now = a.clock()
+	a.state.leave(node)
+}
+
+// Broadcast sends message to every peer in the view (not to this actor),
+// addressing each by PID where known and by registered name otherwise. It
+// does not stop at a failure: it returns how many sends failed and the first
+// error.
+func (a *Actor) Broadcast(message any) (int, error) {
+	if a.state == nil {
+		return 0, nil
+	}
+	failed := 0
+	var first error
+	for _, m := range a.state.sortedMembers() {
+		if err := a.Send(m.address(a.state.selfName), message); err != nil {
+			failed++
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return failed, first
+}
+
+// StepDown gives up leadership on purpose, for example before a planned
+// stop of this node. The leader stands down at once (HandleBecomeFollower
+// runs with an empty PID) and tells the most recently heard, up-to-date
+// follower to campaign immediately, so the cluster is leaderless for about
+// one round trip instead of a full election timeout. This node does not
+// campaign again for ElectionTimeoutMax. A leader that stops with a normal
+// or shutdown reason does the same by itself. It returns ErrNotLeader when
+// this node does not lead.
+func (a *Actor) StepDown() error {
+	if a.IsLeader() == false {
+		return ErrNotLeader
+	}
+	a.state.handover(a.clock(), "StepDown was called")
+	return nil
+}
+
+// SetTrapExit turns exit trapping on or off. Off (the default), any exit
+// signal terminates the actor. On, an exit from anyone but the parent
+// arrives in HandleMessage as a gen.MessageExit* value; turn it on when the
+// actor links to children whose failure should not take this node out of
+// the election.
+func (a *Actor) SetTrapExit(trap bool) {
+	a.trap = trap
+}
+
+// TrapExit reports whether exits are trapped.
+func (a *Actor) TrapExit() bool {
+	return a.trap
+}

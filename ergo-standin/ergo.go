@@ -1,0 +1,27 @@
+// Package ergo starts nodes of the stand-in framework.
+package ergo
+
+import (
+	"runtime/debug"
+
+	"ergo.services/ergo/gen"
+	"ergo.services/ergo/node"
+)
+
+// FrameworkVersion is the version of the framework this stand-in mirrors.
+var FrameworkVersion = gen.Version{
+	Name:    "Ergo Framework",
+	Release: "3.2.0-development",
+	License: gen.LicenseMIT,
+}
+
+// StartNode starts a node. options.Version is filled from the build info of
+// the main module when empty.
+func StartNode(name gen.Atom, options gen.NodeOptions) (gen.Node, error) {
+	if options.Version.Name == "" {
+		if info, ok := debug.ReadBuildInfo(); ok {
+			options.Version = gen.Version{Name: info.Main.Path, Release: info.Main.Version}
+		}
+	}
+	return node.Start(name, options, FrameworkVersion)
+}

@@ -1,0 +1,311 @@
+// Package registrar is the stand-in's built-in registrar: it lets nodes in
+// separate OS processes on one host find each other by name alone.
+//
+// Every registering node first tries to become the server by binding TCP
+// 127.0.0.1:4499 (registrations) and UDP :4499 (resolve queries). If the TCP
+// port is taken it becomes a client: it keeps one TCP connection to the
+// server that carries its name and acceptor port, and stays registered while
+// that connection lives. When the server goes away the clients see EOF, and
+// each one retries: the first to re-bind becomes the new server, the others
+// register with it.
+//
+// Protocol (text lines):
+//
+//	TCP  client -> server  "REG <name> <port>\n"   server -> client "OK\n" | "TAKEN\n"
+//	UDP  query             "RES <name>"            reply "PORT <port>" | "NONE"
+package registrar
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultPort is the TCP and UDP port of the built-in registrar.
+const DefaultPort uint16 = 4499
+
+// ErrNotFound is returned by Resolve for a name nobody registered.
+var ErrNotFound = errors.New("registrar: name not registered")
+
+// Config describes the node using the registrar.
+type Config struct {
+	Name     string // full node name, "name@host"
+	Port     uint16 // acceptor port published for Name
+	Register bool   // false (hidden nodes): resolve only, run no server
+	// ServerPort is the registrar port; 0 means DefaultPort. Tests use a
+	// private port to exercise failover without disturbing other processes.
+	ServerPort uint16
+	// Logf reports problems (registration refused, server unreachable).
+	Logf func(format string, args ...any)
+}
+
+// Registrar is one node's view of the built-in registrar.
+type Registrar struct {
+	cfg  Config
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	server *server  // set while this registrar hosts the server
+	link   net.Conn // registration link while a client
+}
+
+// Start joins the registrar. With Register set it returns once the node is
+// registered (as server or client) or after a few seconds of trying; the
+// attempts then continue in the background.
+func Start(cfg Config) *Registrar {
+	if cfg.ServerPort == 0 {
+		cfg.ServerPort = DefaultPort
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	r := &Registrar{cfg: cfg, stop: make(chan struct{})}
+	if !cfg.Register {
+		return r
+	}
+	ready := make(chan struct{})
+	r.wg.Add(1)
+	go r.loop(ready)
+	select {
+	case <-ready:
+	case <-time.After(3 * time.Second):
+		cfg.Logf("registrar: %s is not registered yet (server on port %d does not answer), still trying", cfg.Name, cfg.ServerPort)
+	}
+	return r
+}
+
+// Stop leaves the registrar; a hosted server shuts down and its clients
+// elect a new one.
+func (r *Registrar) Stop() {
+	r.mu.Lock()
+	select {
+	case <-r.stop:
+		r.mu.Unlock()
+		return
+	default:
+	}
+	close(r.stop)
+	if r.link != nil {
+		r.link.Close()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// IsServer reports whether this registrar currently hosts the server.
+func (r *Registrar) IsServer() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.server != nil
+}
+
+func (r *Registrar) stopped() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d or until Stop; it reports false when stopped.
+func (r *Registrar) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.stop:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// loop keeps this node registered: as the server if it can bind the port,
+// otherwise as a client of whoever holds it.
+func (r *Registrar) loop(ready chan struct{}) {
+	defer r.wg.Done()
+	signal := func() {
+		if ready != nil {
+			close(ready)
+			ready = nil
+		}
+	}
+	warnedTaken := false
+	for !r.stopped() {
+		if srv := listen(r.cfg.ServerPort); srv != nil {
+			srv.entries[r.cfg.Name] = &entry{port: r.cfg.Port}
+			r.mu.Lock()
+			if r.stopped() {
+				r.mu.Unlock()
+				srv.close()
+				return
+			}
+			r.server = srv
+			r.mu.Unlock()
+			signal()
+			srv.run(r.stop, r.cfg.Logf) // until Stop
+			r.mu.Lock()
+			r.server = nil
+			r.mu.Unlock()
+			return
+		}
+		status, err := r.register()
+		switch {
+		case err == nil && status == "OK":
+			signal()
+			warnedTaken = false
+			r.waitLink() // until the server goes away or Stop
+			// Spread the re-bind race a little so one client wins quickly.
+			if !r.sleep(time.Duration(rand.IntN(20)) * time.Millisecond) {
+				return
+			}
+			continue
+		case err == nil && status == "TAKEN":
+			if !warnedTaken {
+				r.cfg.Logf("registrar: name %s is registered by another node; it cannot be resolved by name until that node leaves", r.cfg.Name)
+				warnedTaken = true
+			}
+			signal()
+			if !r.sleep(500 * time.Millisecond) {
+				return
+			}
+			continue
+		}
+		// The port is held but nobody answers yet (a server starting or
+		// dying): back off briefly and retry both roles.
+		if !r.sleep(time.Duration(20+rand.IntN(80)) * time.Millisecond) {
+			return
+		}
+	}
+}
+
+// register dials the server and sends this node's registration. On "OK"
+// the connection stays open as the registration link.
+func (r *Registrar) register() (string, error) {
+	c, err := net.DialTimeout("tcp4", serverAddr(r.cfg.ServerPort), time.Second)
+	if err != nil {
+		return "", err
+	}
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := fmt.Fprintf(c, "REG %s %d\n", r.cfg.Name, r.cfg.Port); err != nil {
+		c.Close()
+		return "", err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		c.Close()
+		return "", err
+	}
+	status := strings.TrimSpace(line)
+	if status != "OK" {
+		c.Close()
+		return status, nil
+	}
+	c.SetDeadline(time.Time{})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped() {
+		c.Close()
+		return "", net.ErrClosed
+	}
+	r.link = c
+	return status, nil
+}
+
+// waitLink blocks until the registration link ends.
+func (r *Registrar) waitLink() {
+	r.mu.Lock()
+	c := r.link
+	r.mu.Unlock()
+	buf := make([]byte, 64)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			break
+		}
+	}
+	c.Close()
+	r.mu.Lock()
+	r.link = nil
+	r.mu.Unlock()
+}
+
+// Resolve returns the acceptor port registered for name ("node@host").
+// The hosted server answers in-process for local hosts; otherwise a UDP
+// query goes to the registrar on the name's host.
+func (r *Registrar) Resolve(name string) (uint16, error) {
+	host := hostOf(name)
+	r.mu.Lock()
+	srv := r.server
+	r.mu.Unlock()
+	if srv != nil && (isLocal(host) || host == hostOf(r.cfg.Name)) {
+		if port, ok := srv.lookup(name); ok {
+			return port, nil
+		}
+		return 0, ErrNotFound
+	}
+	return query(host, r.cfg.ServerPort, name)
+}
+
+// query asks the registrar on host over UDP, retrying a lost datagram.
+func query(host string, port uint16, name string) (uint16, error) {
+	if isLocal(host) {
+		host = "127.0.0.1"
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := queryOnce(addr, name)
+		if err == nil || errors.Is(err, ErrNotFound) {
+			return port, err
+		}
+		lastErr = err
+	}
+	return 0, lastErr
+}
+
+func queryOnce(addr, name string) (uint16, error) {
+	c, err := net.Dial("udp4", addr)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := c.Write([]byte("RES " + name)); err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 128)
+	n, err := c.Read(buf)
+	if err != nil {
+		return 0, err
+	}
+	reply := strings.Fields(string(buf[:n]))
+	if len(reply) == 2 && reply[0] == "PORT" {
+		p, err := strconv.ParseUint(reply[1], 10, 16)
+		if err == nil {
+			return uint16(p), nil
+		}
+	}
+	return 0, ErrNotFound
+}
+
+func serverAddr(port uint16) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
+}
+
+func hostOf(name string) string {
+	if i := strings.IndexByte(name, '@'); i >= 0 {
+		return name[i+1:]
+	}
+	return ""
+}
+
+func isLocal(host string) bool {
+	return host == "" || host == "localhost" || host == "127.0.0.1"
+}

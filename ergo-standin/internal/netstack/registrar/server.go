@@ -1,0 +1,218 @@
+package registrar
+
+import (
+	"bufio"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+type entry struct {
+	port uint16
+	conn net.Conn // registration link; nil for the hosting node itself
+}
+
+// server is the registrar server hosted by one node.
+type server struct {
+	ln   net.Listener
+	port uint16
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	conns   map[net.Conn]struct{}
+	udp     net.PacketConn
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// listen binds the TCP registration port; nil when it is taken.
+func listen(port uint16) *server {
+	ln, err := net.Listen("tcp4", serverAddr(port))
+	if err != nil {
+		return nil
+	}
+	return &server{ln: ln, port: port, entries: map[string]*entry{}, conns: map[net.Conn]struct{}{}}
+}
+
+func (s *server) lookup(name string) (uint16, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[name]
+	if !ok {
+		return 0, false
+	}
+	return e.port, true
+}
+
+// run serves until stop is closed, then closes everything it opened.
+func (s *server) run(stop chan struct{}, logf func(string, ...any)) {
+	s.wg.Add(2)
+	go s.acceptLoop()
+	go s.udpLoop(stop, logf)
+	<-stop
+	s.close()
+	s.wg.Wait()
+}
+
+func (s *server) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	// UDP first, so a client that wins the TCP port can bind UDP too.
+	if s.udp != nil {
+		s.udp.Close()
+	}
+	s.ln.Close()
+	for c := range s.conns {
+		c.Close()
+	}
+}
+
+func (s *server) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveClient(c)
+	}
+}
+
+// serveClient registers one client and unregisters it when its link ends.
+func (s *server) serveClient(c net.Conn) {
+	defer s.wg.Done()
+	var name string
+	defer func() {
+		c.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		if e := s.entries[name]; e != nil && e.conn == c {
+			delete(s.entries, name)
+		}
+		s.mu.Unlock()
+	}()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(limitReader(c)).ReadString('\n')
+	if err != nil {
+		return
+	}
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "REG" {
+		return
+	}
+	port, err := strconv.ParseUint(f[2], 10, 16)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	if _, taken := s.entries[f[1]]; taken {
+		s.mu.Unlock()
+		c.Write([]byte("TAKEN\n"))
+		return
+	}
+	name = f[1]
+	s.entries[name] = &entry{port: uint16(port), conn: c}
+	s.mu.Unlock()
+	if _, err := c.Write([]byte("OK\n")); err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	buf := make([]byte, 64)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			return // client gone: unregister
+		}
+	}
+}
+
+// limitReader caps the registration line so a stray client cannot feed megabytes.
+func limitReader(c net.Conn) *limited { return &limited{c: c, left: 512} }
+
+type limited struct {
+	c    net.Conn
+	left int
+}
+
+func (l *limited) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, net.ErrClosed
+	}
+	if len(p) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.c.Read(p)
+	l.left -= n
+	return n, err
+}
+
+// udpLoop binds the UDP query port (retrying while a previous server
+// releases it) and answers resolve queries.
+func (s *server) udpLoop(stop chan struct{}, logf func(string, ...any)) {
+	defer s.wg.Done()
+	var pc net.PacketConn
+	warned := false
+	for {
+		var err error
+		pc, err = net.ListenPacket("udp4", ":"+strconv.Itoa(int(s.port)))
+		if err == nil {
+			break
+		}
+		if !warned {
+			logf("registrar: cannot bind UDP port %d yet: %v", s.port, err)
+			warned = true
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		pc.Close()
+		return
+	}
+	s.udp = pc
+	s.mu.Unlock()
+	buf := make([]byte, 512)
+	for {
+		n, addr, err := pc.ReadFrom(buf)
+		if err != nil {
+			if s.isClosed() {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // transient error: do not spin
+			continue
+		}
+		f := strings.Fields(string(buf[:n]))
+		reply := "NONE"
+		if len(f) == 2 && f[0] == "RES" {
+			if port, ok := s.lookup(f[1]); ok {
+				reply = "PORT " + strconv.Itoa(int(port))
+			}
+		}
+		pc.WriteTo([]byte(reply), addr)
+	}
+}
+
+func (s *server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}

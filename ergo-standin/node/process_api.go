@@ -1,0 +1,383 @@
+package node
+
+import (
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+var _ gen.Process = (*process)(nil)
+
+func (p *process) Node() gen.Node                { return p.node }
+func (p *process) Name() gen.Atom                { return p.getName() }
+func (p *process) PID() gen.PID                  { return p.pid }
+func (p *process) Leader() gen.PID               { return p.leader }
+func (p *process) Parent() gen.PID               { return p.parent }
+func (p *process) Uptime() int64                 { return int64(time.Since(p.started).Seconds()) }
+func (p *process) State() gen.ProcessState       { return p.getState() }
+func (p *process) Log() gen.Log                  { return p.log }
+func (p *process) Mailbox() gen.ProcessMailbox   { return p.mailbox }
+func (p *process) Behavior() gen.ProcessBehavior { return p.behavior }
+func (p *process) BehaviorName() string          { return p.behaviorName }
+
+// Application returns the application the process belongs to, or nil.
+func (p *process) Application() gen.Application {
+	if p.app == nil {
+		return nil
+	}
+	return p.app
+}
+
+// SetProcessKind changes the reported kind; only in Init or Running.
+func (p *process) SetProcessKind(kind gen.ProcessKind) error {
+	switch p.getState() {
+	case gen.ProcessStateInit, gen.ProcessStateRunning:
+		p.kind.Store(kind)
+		return nil
+	}
+	return gen.ErrNotAllowed
+}
+
+func (p *process) kindOf() gen.ProcessKind { return p.kind.Load().(gen.ProcessKind) }
+
+// canAct reports whether the process may act (Init, Running or waiting).
+func (p *process) canAct() bool {
+	switch p.getState() {
+	case gen.ProcessStateInit, gen.ProcessStateRunning, gen.ProcessStateWaitResponse:
+		return true
+	}
+	return false
+}
+
+func (p *process) Spawn(factory gen.ProcessFactory, options gen.ProcessOptions, args ...any) (gen.PID, error) {
+	if !p.canAct() {
+		return gen.PID{}, gen.ErrNotAllowed
+	}
+	return p.node.spawn(spawnSpec{parent: p, factory: factory, options: options, args: args, app: p.app})
+}
+
+func (p *process) SpawnRegister(register gen.Atom, factory gen.ProcessFactory, options gen.ProcessOptions, args ...any) (gen.PID, error) {
+	if !p.canAct() {
+		return gen.PID{}, gen.ErrNotAllowed
+	}
+	return p.node.spawn(spawnSpec{parent: p, register: register, factory: factory, options: options, args: args, app: p.app})
+}
+
+func (p *process) RegisterName(name gen.Atom) error { return p.node.RegisterName(name, p.pid) }
+
+func (p *process) UnregisterName() error {
+	name := p.getName()
+	if name == "" {
+		return gen.ErrNameUnknown
+	}
+	_, err := p.node.UnregisterName(name)
+	return err
+}
+
+func (p *process) EnvList() map[gen.Env]any {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	m := make(map[gen.Env]any, len(p.env))
+	for k, v := range p.env {
+		m[k] = v
+	}
+	return m
+}
+
+func (p *process) SetEnv(name gen.Env, value any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if value == nil {
+		delete(p.env, envKey(name))
+		return
+	}
+	p.env[envKey(name)] = value
+}
+
+func (p *process) Env(name gen.Env) (any, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	v, ok := p.env[envKey(name)]
+	return v, ok
+}
+
+func (p *process) EnvDefault(name gen.Env, def any) any {
+	if v, ok := p.Env(name); ok {
+		return v
+	}
+	return def
+}
+
+func (p *process) SendPriority() gen.MessagePriority {
+	return gen.MessagePriority(p.sendPriority.Load())
+}
+
+func (p *process) SetSendPriority(priority gen.MessagePriority) error {
+	if priority < gen.MessagePriorityNormal || priority > gen.MessagePriorityMax {
+		return gen.ErrIncorrect
+	}
+	p.sendPriority.Store(int32(priority))
+	return nil
+}
+
+// Send sends a regular message with the process send priority.
+func (p *process) Send(to any, message any) error {
+	return p.SendWithPriority(to, message, p.SendPriority())
+}
+
+func (p *process) SendPID(to gen.PID, message any) error             { return p.Send(to, message) }
+func (p *process) SendProcessID(to gen.ProcessID, message any) error { return p.Send(to, message) }
+func (p *process) SendAlias(to gen.Alias, message any) error         { return p.Send(to, message) }
+func (p *process) SendImportant(to any, message any) error           { return p.Send(to, message) }
+
+// SendWithPriority sends a regular message with the given priority.
+func (p *process) SendWithPriority(to any, message any, priority gen.MessagePriority) error {
+	if !p.canAct() {
+		return gen.ErrNotAllowed
+	}
+	if err := p.node.routeSend(p.pid, to, message, priority); err != nil {
+		return err
+	}
+	p.messagesOut.Add(1)
+	return nil
+}
+
+// SendAfter sends the message after a delay; CancelFunc is Timer.Stop.
+func (p *process) SendAfter(to any, message any, after time.Duration) (gen.CancelFunc, error) {
+	return p.SendWithPriorityAfter(to, message, p.SendPriority(), after)
+}
+
+func (p *process) SendWithPriorityAfter(to any, message any, priority gen.MessagePriority, after time.Duration) (gen.CancelFunc, error) {
+	if _, ok := p.node.resolveTarget(to); !ok {
+		return nil, gen.ErrUnsupported
+	}
+	t := time.AfterFunc(after, func() {
+		if err := p.node.routeSend(p.pid, to, message, priority); err == nil {
+			p.messagesOut.Add(1)
+		}
+	})
+	return t.Stop, nil
+}
+
+func (p *process) SendExit(to gen.PID, reason error) error {
+	if to == p.pid {
+		return gen.ErrNotAllowed
+	}
+	return p.node.routeSendExit(p.pid, to, reason)
+}
+
+func (p *process) SendExitAfter(to gen.PID, reason error, after time.Duration) (gen.CancelFunc, error) {
+	if to == p.pid {
+		return nil, gen.ErrNotAllowed
+	}
+	t := time.AfterFunc(after, func() { p.node.routeSendExit(p.pid, to, reason) })
+	return t.Stop, nil
+}
+
+func (p *process) SendResponse(to gen.PID, ref gen.Ref, message any) error {
+	return p.node.routeResponse(p.pid, to, ref, message, nil)
+}
+
+func (p *process) SendResponseError(to gen.PID, ref gen.Ref, err error) error {
+	return p.node.routeResponse(p.pid, to, ref, nil, err)
+}
+
+func (p *process) SendResponseImportant(to gen.PID, ref gen.Ref, message any) error {
+	return p.SendResponse(to, ref, message)
+}
+
+func (p *process) SendResponseErrorImportant(to gen.PID, ref gen.Ref, err error) error {
+	return p.SendResponseError(to, ref, err)
+}
+
+// Call makes a synchronous request with DefaultRequestTimeout.
+func (p *process) Call(to any, message any) (any, error) {
+	return p.callWith(to, message, p.SendPriority(), gen.DefaultRequestTimeout)
+}
+
+// CallWithTimeout makes a synchronous request; timeout is in seconds.
+func (p *process) CallWithTimeout(to any, message any, timeout int) (any, error) {
+	return p.callWith(to, message, p.SendPriority(), timeout)
+}
+
+func (p *process) CallWithPriority(to any, message any, priority gen.MessagePriority) (any, error) {
+	return p.callWith(to, message, priority, gen.DefaultRequestTimeout)
+}
+
+func (p *process) CallImportant(to any, message any) (any, error) { return p.Call(to, message) }
+func (p *process) CallPID(to gen.PID, message any, timeout int) (any, error) {
+	return p.CallWithTimeout(to, message, timeout)
+}
+func (p *process) CallProcessID(to gen.ProcessID, message any, timeout int) (any, error) {
+	return p.CallWithTimeout(to, message, timeout)
+}
+func (p *process) CallAlias(to gen.Alias, message any, timeout int) (any, error) {
+	return p.CallWithTimeout(to, message, timeout)
+}
+
+func (p *process) isSelf(to any) bool {
+	switch t := to.(type) {
+	case gen.PID:
+		return t == p.pid
+	case gen.ProcessID:
+		return t.Name != "" && t.Name == p.getName() && (t.Node == p.node.name || t.Node == "")
+	case gen.Atom:
+		return t != "" && t == p.getName()
+	case string:
+		return t != "" && gen.Atom(t) == p.getName()
+	}
+	return false
+}
+
+// callWith sends a request and blocks (state WaitResponse when called from
+// ProcessRun) until the response or the timeout.
+func (p *process) callWith(to any, message any, priority gen.MessagePriority, timeout int) (any, error) {
+	if !p.canAct() {
+		return nil, gen.ErrNotAllowed
+	}
+	if p.isSelf(to) {
+		return nil, gen.ErrNotAllowed
+	}
+	waiting := p.casState(gen.ProcessStateRunning, gen.ProcessStateWaitResponse)
+	value, err := p.node.call(p.pid, to, message, priority, timeout)
+	if waiting && !p.casState(gen.ProcessStateWaitResponse, gen.ProcessStateRunning) {
+		return nil, gen.ErrProcessTerminated
+	}
+	if err == nil {
+		p.messagesOut.Add(1)
+	}
+	return value, err
+}
+
+// Inspect asks a local process for its state.
+func (p *process) Inspect(target gen.PID, item ...string) (map[string]string, error) {
+	if target == p.pid {
+		return nil, gen.ErrNotAllowed
+	}
+	return p.node.inspect(p.pid, target, item)
+}
+
+// Link links a local name (Atom), PID, ProcessID or Alias: the process
+// receives an exit signal when the target goes away.
+func (p *process) Link(target any) error {
+	switch t := target.(type) {
+	case gen.Atom:
+		return p.node.addRelation(p.pid, gen.ProcessID{Name: t, Node: p.node.name}, true)
+	case gen.PID, gen.ProcessID, gen.Alias:
+		return p.node.addRelation(p.pid, t, true)
+	}
+	return gen.ErrUnsupported
+}
+
+func (p *process) Unlink(target any) error {
+	switch t := target.(type) {
+	case gen.Atom:
+		return p.node.removeRelation(p.pid, gen.ProcessID{Name: t, Node: p.node.name}, true)
+	case gen.PID, gen.ProcessID, gen.Alias:
+		return p.node.removeRelation(p.pid, t, true)
+	}
+	return gen.ErrUnsupported
+}
+
+func (p *process) LinkPID(target gen.PID) error             { return p.Link(target) }
+func (p *process) UnlinkPID(target gen.PID) error           { return p.Unlink(target) }
+func (p *process) LinkProcessID(target gen.ProcessID) error { return p.Link(target) }
+func (p *process) UnlinkProcessID(target gen.ProcessID) error {
+	return p.Unlink(target)
+}
+func (p *process) LinkAlias(target gen.Alias) error   { return p.Link(target) }
+func (p *process) UnlinkAlias(target gen.Alias) error { return p.Unlink(target) }
+func (p *process) LinkNode(target gen.Atom) error     { return p.node.addRelation(p.pid, target, true) }
+func (p *process) UnlinkNode(target gen.Atom) error {
+	return p.node.removeRelation(p.pid, target, true)
+}
+
+// Monitor monitors a local name (Atom), PID, ProcessID or Alias.
+func (p *process) Monitor(target any) error {
+	switch t := target.(type) {
+	case gen.Atom:
+		return p.node.addRelation(p.pid, gen.ProcessID{Name: t, Node: p.node.name}, false)
+	case gen.PID, gen.ProcessID, gen.Alias:
+		return p.node.addRelation(p.pid, t, false)
+	}
+	return gen.ErrUnsupported
+}
+
+func (p *process) Demonitor(target any) error {
+	switch t := target.(type) {
+	case gen.Atom:
+		return p.node.removeRelation(p.pid, gen.ProcessID{Name: t, Node: p.node.name}, false)
+	case gen.PID, gen.ProcessID, gen.Alias:
+		return p.node.removeRelation(p.pid, t, false)
+	}
+	return gen.ErrUnsupported
+}
+
+func (p *process) MonitorPID(pid gen.PID) error               { return p.Monitor(pid) }
+func (p *process) DemonitorPID(pid gen.PID) error             { return p.Demonitor(pid) }
+func (p *process) MonitorProcessID(pid gen.ProcessID) error   { return p.Monitor(pid) }
+func (p *process) DemonitorProcessID(pid gen.ProcessID) error { return p.Demonitor(pid) }
+func (p *process) MonitorAlias(alias gen.Alias) error         { return p.Monitor(alias) }
+func (p *process) DemonitorAlias(alias gen.Alias) error       { return p.Demonitor(alias) }
+func (p *process) MonitorNode(node gen.Atom) error {
+	return p.node.addRelation(p.pid, node, false)
+}
+func (p *process) DemonitorNode(node gen.Atom) error {
+	return p.node.removeRelation(p.pid, node, false)
+}
+
+// CreateAlias makes a new alias routed to this process.
+func (p *process) CreateAlias() (gen.Alias, error) {
+	if !p.canAct() {
+		return gen.Alias{}, gen.ErrNotAllowed
+	}
+	alias := gen.Alias(p.node.MakeRef())
+	p.mu.Lock()
+	p.aliases = append(p.aliases, alias)
+	p.mu.Unlock()
+	p.node.mu.Lock()
+	p.node.aliases[alias] = p
+	p.node.mu.Unlock()
+	return alias, nil
+}
+
+func (p *process) DeleteAlias(alias gen.Alias) error {
+	p.mu.Lock()
+	found := false
+	for i, a := range p.aliases {
+		if a == alias {
+			p.aliases = append(p.aliases[:i:i], p.aliases[i+1:]...)
+			found = true
+			break
+		}
+	}
+	p.mu.Unlock()
+	if !found {
+		return gen.ErrAliasUnknown
+	}
+	p.node.mu.Lock()
+	delete(p.node.aliases, alias)
+	p.node.mu.Unlock()
+	p.node.notifyTarget(p.pid, alias, gen.TerminateReasonNormal)
+	return nil
+}
+
+func (p *process) Aliases() []gen.Alias {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return append([]gen.Alias(nil), p.aliases...)
+}
+
+// Info returns a snapshot of the process.
+func (p *process) Info() (gen.ProcessInfo, error) { return p.node.ProcessInfo(p.pid) }
+
+func (p *process) Forward(to gen.PID, message *gen.MailboxMessage, priority gen.MessagePriority) error {
+	if message == nil {
+		return gen.ErrIncorrect
+	}
+	target, err := p.node.localProcess(to)
+	if err != nil {
+		return err
+	}
+	return target.push(priority, message)
+}

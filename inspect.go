@@ -1,0 +1,203 @@
+package leader
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// inspectKey is one HandleInspect key: its help text and how to derive its
+// value from the state. Every value is a plain string: durations as Go
+// durations, times as RFC 3339 or "never", lists sorted and comma-separated.
+type inspectKey struct {
+	key   string
+	help  string
+	value func(e *election) string
+}
+
+var inspectKeys = []inspectKey{
+	// role and term
+	{"ergo:state", "leader, candidate, follower or unclustered", func(e *election) string { return e.role.String() }},
+	{"ergo:leader", "whether this node believes it leads", func(e *election) string { return strconv.FormatBool(e.role == roleLeader) }},
+	{"ergo:leader_pid", "PID of the recognised leader, empty if none", func(e *election) string { return pidText(e.leader) }},
+	{"ergo:leader_node", "node of the recognised leader, empty if none", func(e *election) string { return string(e.leader.Node) }},
+	{"ergo:term", "current term", func(e *election) string { return strconv.FormatUint(e.term, 10) }},
+	{"ergo:voted_for", "PID voted for in the current term, empty if none", func(e *election) string { return pidText(e.votedFor) }},
+	{"ergo:term_changed_at", "when the term last changed", func(e *election) string { return timeText(e.termChangedAt) }},
+	// membership
+	{"ergo:cluster", "the ClusterID", func(e *election) string { return e.cfg.clusterID }},
+	{"ergo:view_size", "members of the view, this node included", func(e *election) string { return strconv.Itoa(e.viewSize()) }},
+	{"ergo:quorum", "majority of the view", func(e *election) string { return strconv.Itoa(e.quorum()) }},
+	{"ergo:min_cluster_size", "MinClusterSize", func(e *election) string { return strconv.Itoa(e.cfg.minClusterSize) }},
+	{"ergo:peers", "number of peers whose PID is known", func(e *election) string { return strconv.Itoa(len(e.peers())) }},
+	{"ergo:peers_list", "peers whose PID is known, as node:pid", peersList},
+	{"ergo:members", "every node of the view, this node included", membersList},
+	{"ergo:declared", "peers declared through Join or Bootstrap", declaredList},
+	{"ergo:bootstrap", "Options.Bootstrap", bootstrapList},
+	{"ergo:unreachable", "members whose connection dropped, with how long ago", unreachableList},
+	{"ergo:ghost_ttl", "GhostTTL", func(e *election) string { return e.cfg.ghostTTL.String() }},
+	// the current election
+	{"ergo:votes_granted", "grants in the current election, self included", func(e *election) string { return strconv.Itoa(len(e.votes)) }},
+	{"ergo:votes_count", "vote replies received in the current election", func(e *election) string { return strconv.Itoa(e.voteReplies) }},
+	{"ergo:prevote", "whether a pre-vote round is in progress", func(e *election) string { return strconv.FormatBool(e.preVoting) }},
+	{"ergo:prevote_granted", "pre-vote grants in the current round, self included", func(e *election) string { return strconv.Itoa(len(e.preVotes)) }},
+	{"ergo:prevote_rounds", "pre-vote rounds started", func(e *election) string { return strconv.FormatUint(e.preVoteRounds, 10) }},
+	{"ergo:fast_failover_rounds", "pre-votes started early after the leader's down", func(e *election) string { return strconv.FormatUint(e.fastRounds, 10) }},
+	// liveness
+	{"ergo:election_timer_armed", "whether a campaign is scheduled", func(e *election) string { return strconv.FormatBool(e.timers[timerElection].armed) }},
+	{"ergo:heartbeat_timer_armed", "whether heartbeats are scheduled", func(e *election) string { return strconv.FormatBool(e.timers[timerHeartbeat].armed) }},
+	{"ergo:heartbeat_in_last", "last heartbeat received from the leader", func(e *election) string { return timeText(e.lastHeartbeatIn) }},
+	{"ergo:heartbeat_out_last", "last heartbeat round sent as leader", func(e *election) string { return timeText(e.lastHeartbeatOut) }},
+	{"ergo:election_timeout_min", "ElectionTimeoutMin", func(e *election) string { return e.cfg.electionTimeoutMin.String() }},
+	{"ergo:election_timeout_max", "ElectionTimeoutMax", func(e *election) string { return e.cfg.electionTimeoutMax.String() }},
+	{"ergo:heartbeat_interval", "HeartbeatInterval", func(e *election) string { return e.cfg.heartbeatInterval.String() }},
+	{"ergo:handovers", "graceful handovers started by this node", func(e *election) string { return strconv.FormatUint(e.handovers, 10) }},
+	{"ergo:last_handover", "successor and time of the last handover", func(e *election) string { return textOr(e.lastHandover, "never") }},
+	// problems
+	{"ergo:dropped_by_reason", "discarded messages per reason", droppedList},
+	{"ergo:send_failing_peers", "peers whose last send failed, with the error", sendFailingList},
+	{"ergo:confirm_denied", "elections won but withheld by HandleConfirmLeader", func(e *election) string { return strconv.FormatUint(e.confirmDenied, 10) }},
+	{"ergo:last_denied_at", "when HandleConfirmLeader last withheld leadership", func(e *election) string { return timeText(e.lastDeniedAt) }},
+	{"ergo:confirm_backoff", "no campaign before this time (confirm denial or handover)", func(e *election) string { return timeText(e.notBefore) }},
+}
+
+// inspect returns the election's keys: all of them, only the named ones
+// (unknown names map to "<unknown item>"), or with "help" the key list with
+// a description of each.
+func (e *election) inspect(now time.Time, items ...string) map[string]string {
+	e.now = now
+	result := make(map[string]string)
+	if len(items) == 1 && items[0] == "help" {
+		for _, k := range inspectKeys {
+			result[k.key] = k.help
+		}
+		return result
+	}
+	if len(items) == 0 {
+		for _, k := range inspectKeys {
+			result[k.key] = k.value(e)
+		}
+		return result
+	}
+	for _, item := range items {
+		result[item] = "<unknown item>"
+		for _, k := range inspectKeys {
+			if k.key == item {
+				result[item] = k.value(e)
+				break
+			}
+		}
+	}
+	return result
+}
+
+// inspectMerged answers an inspect request: the election's keys with the
+// behavior's own keys merged on top.
+func (a *Actor) inspectMerged(from gen.PID, items ...string) map[string]string {
+	result := a.state.inspect(a.clock(), items...)
+	own := a.behavior.HandleInspect(from, items...)
+	if len(items) > 0 && len(own) > 0 {
+		// an item the behavior answers is not unknown
+		for key := range own {
+			delete(result, key)
+		}
+	}
+	for key, value := range own {
+		result[key] = value
+	}
+	return result
+}
+
+func pidText(pid gen.PID) string {
+	if pid == (gen.PID{}) {
+		return ""
+	}
+	return pid.String()
+}
+
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func textOr(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
+
+func joinSorted(list []string) string {
+	slices.Sort(list)
+	return strings.Join(list, ",")
+}
+
+func peersList(e *election) string {
+	var list []string
+	for _, m := range e.members {
+		if m.pid != (gen.PID{}) {
+			list = append(list, fmt.Sprintf("%s:%s", m.node, m.pid))
+		}
+	}
+	return joinSorted(list)
+}
+
+func membersList(e *election) string {
+	list := []string{string(e.self.Node)}
+	for node := range e.members {
+		list = append(list, string(node))
+	}
+	return joinSorted(list)
+}
+
+func declaredList(e *election) string {
+	var list []string
+	for _, m := range e.members {
+		if m.declared {
+			list = append(list, string(m.node))
+		}
+	}
+	return joinSorted(list)
+}
+
+func bootstrapList(e *election) string {
+	var list []string
+	for _, p := range e.cfg.bootstrap {
+		list = append(list, fmt.Sprintf("%s@%s", p.Name, p.Node))
+	}
+	return joinSorted(list)
+}
+
+func unreachableList(e *election) string {
+	var list []string
+	for _, m := range e.members {
+		if m.unreachableSince.IsZero() == false {
+			list = append(list, fmt.Sprintf("%s (%s ago)", m.node, e.now.Sub(m.unreachableSince).Round(time.Millisecond)))
+		}
+	}
+	return joinSorted(list)
+}
+
+func droppedList(e *election) string {
+	var list []string
+	for reason, count := range e.dropped {
+		list = append(list, fmt.Sprintf("%s=%d", reason, count))
+	}
+	return joinSorted(list)
+}
+
+func sendFailingList(e *election) string {
+	var list []string
+	for _, m := range e.members {
+		if m.sendErr != nil {
+			list = append(list, fmt.Sprintf("%s (%s)", m.node, m.sendErr))
+		}
+	}
+	return joinSorted(list)
+}

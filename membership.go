@@ -1,0 +1,271 @@
+package leader
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// member is one peer in the view. The view is keyed by node: Join is
+// idempotent per node, and a restarted process on the same node replaces its
+// predecessor rather than adding a second member.
+type member struct {
+	node     gen.Atom
+	name     gen.Atom // registered name, to reach the peer when its PID is unknown
+	pid      gen.PID  // zero until the peer has sent us something, and after a connection loss
+	knownPID gen.PID  // the last PID ever seen, kept across connection losses
+	declared bool     // came through Join or Bootstrap rather than through the protocol
+
+	lastHeard        time.Time // last valid protocol message received from it
+	lastSentOK       time.Time // last send the framework accepted (evidence in reference mode)
+	unreachableSince time.Time // zero while reachable; set by a down with ErrNoConnection
+	nextProbe        time.Time // earliest next Hello by name; spaces out dials to a gone node
+	sendErr          error     // last send failure, cleared by the next success
+	ackTerm          uint64    // term of its last heartbeat ack: up to date for a handover
+}
+
+// address returns how to reach the member: its PID when known, its name
+// otherwise. Vote requests go to everyone declared, so a member whose PID is
+// unknown is still addressed, by name, which makes the framework connect.
+func (m *member) address(fallbackName gen.Atom) any {
+	if m.pid != (gen.PID{}) {
+		return m.pid
+	}
+	name := m.name
+	if name == "" {
+		name = fallbackName
+	}
+	return gen.ProcessID{Name: name, Node: m.node}
+}
+
+// viewSize counts this node plus every member.
+func (e *election) viewSize() int { return 1 + len(e.members) }
+
+// quorum is a majority of the current view, counting this node.
+func (e *election) quorum() int { return e.viewSize()/2 + 1 }
+
+// belowFloor reports whether the view is too small to have a leader at all.
+func (e *election) belowFloor() bool { return e.viewSize() < e.cfg.minClusterSize }
+
+// join declares a peer. It counts at once, before it has answered, which is
+// what lets a node reach MinClusterSize without campaign traffic.
+func (e *election) join(peer gen.ProcessID) {
+	if peer.Node == "" || peer.Node == e.self.Node {
+		return
+	}
+	// An explicit Join overrides an earlier Leave: the stickiness only keeps
+	// in-flight traffic from re-admitting a withdrawn node, not its owner.
+	delete(e.withdrawn, peer.Node)
+	m, known := e.members[peer.Node]
+	if known == false {
+		m = &member{node: peer.Node}
+		e.members[peer.Node] = m
+		e.viewChanged()
+	}
+	m.declared = true
+	if m.name == "" {
+		m.name = peer.Name
+	}
+	if m.pid == (gen.PID{}) && e.now.Before(m.nextProbe) == false {
+		e.probe(m)
+	}
+}
+
+// probe sends Join's Hello by name and spaces out the next one, so that a
+// discovery loop calling Join on a gone node does not dial it on every tick.
+func (e *election) probe(m *member) {
+	m.nextProbe = e.now.Add(e.cfg.electionTimeoutMax)
+	e.send(m, msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName})
+}
+
+// leave withdraws a peer from the view and from every quorum computed
+// afterwards. The withdrawal is sticky for one (maximum) election timeout so
+// that traffic already in flight cannot re-admit it.
+func (e *election) leave(node gen.Atom) {
+	if node == "" || node == e.self.Node {
+		return
+	}
+	e.withdrawn[node] = e.now.Add(e.cfg.electionTimeoutMax)
+	if m, ok := e.members[node]; ok {
+		e.remove(m, "withdrawn by Leave")
+	}
+}
+
+// isWithdrawn reports whether traffic from node must be ignored because the
+// user withdrew it recently.
+func (e *election) isWithdrawn(node gen.Atom) bool {
+	until, ok := e.withdrawn[node]
+	if ok == false {
+		return false
+	}
+	if e.now.Before(until) {
+		return true
+	}
+	delete(e.withdrawn, node)
+	return false
+}
+
+// remove drops a member from the view and re-evaluates everything that
+// depends on its size.
+func (e *election) remove(m *member, why string) {
+	delete(e.members, m.node)
+	if m.pid != (gen.PID{}) {
+		e.out.demonitor = append(e.out.demonitor, m.pid)
+	}
+	if m.knownPID != (gen.PID{}) {
+		e.out.left = append(e.out.left, m.knownPID)
+	} else {
+		e.out.left = append(e.out.left, gen.PID{Node: m.node})
+	}
+	e.logf(levelInfo, "peer %s left the view (%s); view %d, quorum %d", m.node, why, e.viewSize(), e.quorum())
+	if m.pid != (gen.PID{}) && m.pid == e.leader {
+		e.leader = gen.PID{}
+	}
+	e.viewChanged()
+}
+
+// heard registers a valid protocol message from pid: the sender becomes a
+// member if it was not one, its PID becomes known, and the contact time that
+// the leader's quorum check and a handover rely on is refreshed.
+func (e *election) heard(from gen.PID, name gen.Atom) *member {
+	m, known := e.members[from.Node]
+	if known == false {
+		m = &member{node: from.Node}
+		e.members[from.Node] = m
+	}
+	if name != "" {
+		m.name = name
+	}
+	if m.pid != from {
+		if m.pid != (gen.PID{}) {
+			e.out.demonitor = append(e.out.demonitor, m.pid)
+		}
+		m.pid = from
+		e.out.monitor = append(e.out.monitor, from)
+		if m.knownPID != from {
+			// a new member, or a restarted process: news for the behavior;
+			// the same process coming back after a blip is not
+			m.knownPID = from
+			e.out.joined = append(e.out.joined, from)
+		}
+	}
+	m.unreachableSince = time.Time{}
+	m.lastHeard = e.now
+	if known == false {
+		e.logf(levelInfo, "peer %s joined the view through the protocol; view %d, quorum %d", from.Node, e.viewSize(), e.quorum())
+		e.viewChanged()
+	}
+	return m
+}
+
+// down handles a monitor's down for pid. It reports false when pid is not a
+// member's, so the actor passes the message on to the user.
+//
+// A drop reported as ErrNoConnection keeps the member: a blip and a departure
+// look the same from here, and shrinking the view would lower quorum and let
+// a fragment elect. Only the PID is forgotten, and GhostTTL bounds the wait.
+// Any other reason means the process really terminated, so it leaves at once.
+func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
+	e.now = now
+	m, ok := e.members[pid.Node]
+	if ok == false || m.pid != pid {
+		return false
+	}
+	wasLeader := pid == e.leader
+	if errors.Is(reason, gen.ErrNoConnection) {
+		m.pid = gen.PID{}
+		if m.unreachableSince.IsZero() {
+			m.unreachableSince = e.now
+		}
+		e.logf(levelInfo, "lost the connection to peer %s; it stays in the view for GhostTTL (%s) unless it comes back", pid.Node, e.cfg.ghostTTL)
+		e.armGhostTimer()
+	} else {
+		e.remove(m, "its process terminated: "+reasonText(reason))
+	}
+	if wasLeader {
+		e.leaderLost(pid)
+	}
+	return true
+}
+
+// sweepGhosts drops every member that has been unreachable for GhostTTL.
+func (e *election) sweepGhosts() {
+	for _, m := range e.sortedMembers() {
+		if m.unreachableSince.IsZero() == false && e.now.Sub(m.unreachableSince) >= e.cfg.ghostTTL {
+			e.remove(m, "unreachable for longer than GhostTTL "+e.cfg.ghostTTL.String())
+		}
+	}
+	e.armGhostTimer()
+}
+
+// armGhostTimer schedules the next sweep for the earliest ghost expiry.
+func (e *election) armGhostTimer() {
+	var next time.Time
+	for _, m := range e.members {
+		if m.unreachableSince.IsZero() {
+			continue
+		}
+		expiry := m.unreachableSince.Add(e.cfg.ghostTTL)
+		if next.IsZero() || expiry.Before(next) {
+			next = expiry
+		}
+	}
+	if next.IsZero() {
+		e.cancelTimer(timerGhost)
+		return
+	}
+	e.armTimer(timerGhost, max(next.Sub(e.now), 0))
+}
+
+// sortedMembers returns the members ordered by node name, so that every loop
+// that sends or logs is deterministic (the simulator replays from a seed).
+func (e *election) sortedMembers() []*member {
+	list := make([]*member, 0, len(e.members))
+	for _, m := range e.members {
+		list = append(list, m)
+	}
+	slices.SortFunc(list, func(a, b *member) int {
+		switch {
+		case a.node < b.node:
+			return -1
+		case a.node > b.node:
+			return 1
+		}
+		return 0
+	})
+	return list
+}
+
+// peers returns the PIDs of members whose PID is known, ordered by node.
+func (e *election) peers() []gen.PID {
+	var list []gen.PID
+	for _, m := range e.sortedMembers() {
+		if m.pid != (gen.PID{}) {
+			list = append(list, m.pid)
+		}
+	}
+	return list
+}
+
+// sendResult records what the framework said about a send to a member.
+func (e *election) sendResult(node gen.Atom, err error) {
+	m, ok := e.members[node]
+	if ok == false {
+		return
+	}
+	if err != nil {
+		m.sendErr = err
+		return
+	}
+	m.sendErr = nil
+	m.lastSentOK = e.now
+}
+
+func reasonText(reason error) string {
+	if reason == nil {
+		return "nil"
+	}
+	return reason.Error()
+}

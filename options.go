@@ -1,0 +1,149 @@
+package leader
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// Defaults applied to zero-valued Options fields.
+const (
+	DefaultMinClusterSize     = 3
+	DefaultElectionTimeoutMin = 150  // ms
+	DefaultElectionTimeoutMax = 300  // ms
+	DefaultHeartbeatInterval  = 50   // ms
+	DefaultGhostTTL           = 5000 // ms
+)
+
+// ErrInvalidOptions is wrapped by every error Init returns for options that
+// cannot work. The message says which field to change and how.
+var ErrInvalidOptions = errors.New("leader: invalid options")
+
+// ErrNotRegistered is wrapped by the error Init returns when the node cannot
+// encode the protocol's wire types (see NetworkTypes).
+var ErrNotRegistered = errors.New("leader: protocol types are not registered")
+
+// Options configure a leader actor. Init returns them; zero values take the
+// documented defaults. All durations are in milliseconds.
+type Options struct {
+	// ClusterID names the election and is required. Messages carrying another
+	// id are dropped and counted, so separate groups can share a network.
+	// Nodes that share an id by accident merge into one election.
+	ClusterID string
+
+	// MinClusterSize is the smallest view (this node plus the peers it knows)
+	// that may have a leader at all. Default 3. 1 lets a lone node appoint
+	// itself and 2 makes losing either node end leadership: both are allowed
+	// and warned about at startup. Set it above half the expected node count
+	// if two disjoint groups must never both elect a leader.
+	MinClusterSize int
+
+	// Bootstrap lists peers known at deploy time. It is exactly Join declared
+	// up front: the entries seed the same membership.
+	Bootstrap []gen.ProcessID
+
+	// ElectionTimeoutMin and ElectionTimeoutMax bound the randomised wait
+	// before a follower that hears no leader campaigns. Defaults 150 and 300.
+	// Set only one and the other is derived: min alone doubles into max, max
+	// alone halves into min. Max must be greater than min.
+	ElectionTimeoutMin int
+	ElectionTimeoutMax int
+
+	// HeartbeatInterval is how often a leader asserts itself. Default 50. It
+	// must be comfortably below ElectionTimeoutMin (at most a third of it),
+	// or followers time out between heartbeats; Init warns otherwise.
+	HeartbeatInterval int
+
+	// GhostTTL is how long a peer whose connection dropped stays in the view
+	// before it is dropped. Default 5000. It bounds how long a gone peer keeps
+	// inflating quorum; it is not a safety control (MinClusterSize is).
+	GhostTTL int
+}
+
+// config is Options resolved: defaults applied, durations typed.
+type config struct {
+	clusterID          string
+	minClusterSize     int
+	bootstrap          []gen.ProcessID
+	electionTimeoutMin time.Duration
+	electionTimeoutMax time.Duration
+	heartbeatInterval  time.Duration
+	ghostTTL           time.Duration
+}
+
+// resolve validates the options, applies defaults and returns the warnings
+// an operator should see at startup. A returned error wraps
+// ErrInvalidOptions and names the field to change.
+func (o Options) resolve() (config, []string, error) {
+	var warnings []string
+	invalid := func(format string, args ...any) (config, []string, error) {
+		return config{}, nil, fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+	}
+
+	if o.ClusterID == "" {
+		return invalid("ClusterID is empty: set Options.ClusterID to a name shared by every node of this election (for example \"scheduler\")")
+	}
+	for _, field := range []struct {
+		name  string
+		value int
+	}{
+		{"MinClusterSize", o.MinClusterSize}, {"ElectionTimeoutMin", o.ElectionTimeoutMin},
+		{"ElectionTimeoutMax", o.ElectionTimeoutMax}, {"HeartbeatInterval", o.HeartbeatInterval}, {"GhostTTL", o.GhostTTL},
+	} {
+		if field.value < 0 {
+			return invalid("%s is %d: it must not be negative; leave it 0 for the default", field.name, field.value)
+		}
+	}
+
+	size := o.MinClusterSize
+	if size == 0 {
+		size = DefaultMinClusterSize
+	}
+	switch size {
+	case 1:
+		warnings = append(warnings, "MinClusterSize is 1: a lone node appoints itself leader, and nothing prevents a fragment of one node from operating alone; use it only for a single-node deployment")
+	case 2:
+		warnings = append(warnings, "MinClusterSize is 2: quorum is two of two, so losing either node ends leadership; use it only when an external authority gates leadership through HandleConfirmLeader")
+	}
+
+	lo, hi := o.ElectionTimeoutMin, o.ElectionTimeoutMax
+	switch {
+	case lo == 0 && hi == 0:
+		lo, hi = DefaultElectionTimeoutMin, DefaultElectionTimeoutMax
+	case hi == 0:
+		hi = 2 * lo
+	case lo == 0:
+		lo = hi / 2
+		if lo == 0 {
+			return invalid("ElectionTimeoutMax is %d ms, too small to derive ElectionTimeoutMin from (max/2 would be 0): raise it to at least 2", hi)
+		}
+	}
+	if hi <= lo {
+		return invalid("ElectionTimeoutMax (%d ms) must be greater than ElectionTimeoutMin (%d ms): the randomised window between them is what stops nodes campaigning at the same instant; raise ElectionTimeoutMax, for example to %d", hi, lo, 2*lo)
+	}
+
+	hb := o.HeartbeatInterval
+	if hb == 0 {
+		hb = DefaultHeartbeatInterval
+	}
+	if hb*3 > lo {
+		warnings = append(warnings, fmt.Sprintf("HeartbeatInterval (%d ms) is not comfortably below ElectionTimeoutMin (%d ms): followers may time out between heartbeats and campaign against a healthy leader; keep it at most a third of ElectionTimeoutMin (here %d ms)", hb, lo, lo/3))
+	}
+
+	ttl := o.GhostTTL
+	if ttl == 0 {
+		ttl = DefaultGhostTTL
+	}
+
+	return config{
+		clusterID:          o.ClusterID,
+		minClusterSize:     size,
+		bootstrap:          append([]gen.ProcessID(nil), o.Bootstrap...),
+		electionTimeoutMin: time.Duration(lo) * time.Millisecond,
+		electionTimeoutMax: time.Duration(hi) * time.Millisecond,
+		heartbeatInterval:  time.Duration(hb) * time.Millisecond,
+		ghostTTL:           time.Duration(ttl) * time.Millisecond,
+	}, warnings, nil
+}

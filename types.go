@@ -1,0 +1,141 @@
+package leader
+
+import "ergo.services/ergo/gen"
+
+// The wire protocol. Every message carries the ClusterID, so that separate
+// elections can share a network, and the sender's current Term, the logical
+// clock that settles every disagreement: a receiver that sees a higher term
+// adopts it before doing anything else.
+//
+// The type names are unexported on purpose: users never build these values,
+// they only register them through NetworkTypes. Fields are exported because
+// the framework's codec encodes exported fields only.
+
+// msgHello is Join's probe: "I count you as a member of ClusterID". It makes
+// the sender a member on the receiver and is answered with msgHelloReply. It
+// never asks for a vote.
+type msgHello struct {
+	ClusterID string
+	Term      uint64
+	Name      gen.Atom // the sender's registered name, to reach it when its PID is forgotten
+}
+
+// msgHelloReply answers msgHello.
+type msgHelloReply struct {
+	ClusterID string
+	Term      uint64
+	Name      gen.Atom
+}
+
+// msgPreVote asks "could I win term Term+1?". It changes no state on the
+// voter: no vote is recorded and no term is adopted beyond the sender's
+// current one.
+type msgPreVote struct {
+	ClusterID string
+	Term      uint64 // the sender's current term; the election it asks about is Term+1
+	Name      gen.Atom
+	ViewSize  int
+}
+
+// msgPreVoteReply answers msgPreVote.
+type msgPreVoteReply struct {
+	ClusterID string
+	Term      uint64
+	Granted   bool
+}
+
+// msgVote is Raft's RequestVote for Term.
+type msgVote struct {
+	ClusterID string
+	Term      uint64
+	Name      gen.Atom
+	ViewSize  int
+}
+
+// msgVoteReply answers msgVote. Term is the voter's term after handling the
+// request, so a candidate behind the cluster learns the real term.
+type msgVoteReply struct {
+	ClusterID string
+	Term      uint64
+	Granted   bool
+}
+
+// msgHeartbeat is the leader asserting itself for Term.
+type msgHeartbeat struct {
+	ClusterID string
+	Term      uint64
+	Leader    gen.PID
+}
+
+// msgHeartbeatAck is a follower's answer to a heartbeat: the leader's
+// evidence that it still reaches this member.
+type msgHeartbeatAck struct {
+	ClusterID string
+	Term      uint64
+}
+
+// msgTimeoutNow is the graceful handover: the sender, which led Term and has
+// already stepped down, asks the receiver to campaign at once.
+type msgTimeoutNow struct {
+	ClusterID string
+	Term      uint64
+}
+
+// NetworkTypes returns the protocol's wire types. Register them on every node
+// that runs a leader actor, before the node connects to its peers: in
+// gen.ApplicationSpec.Network.RegisterTypes of the application hosting the
+// actor, or with node.Network().RegisterTypes. Init refuses to start when they
+// are missing, because an unregistered vote fails to encode on every send and
+// the node would never take part in an election.
+func NetworkTypes() []any {
+	return []any{
+		msgHello{},
+		msgHelloReply{},
+		msgPreVote{},
+		msgPreVoteReply{},
+		msgVote{},
+		msgVoteReply{},
+		msgHeartbeat{},
+		msgHeartbeatAck{},
+		msgTimeoutNow{},
+	}
+}
+
+// ErrorTypes returns the errors the protocol sends over the wire: none today.
+// Register it next to NetworkTypes anyway (gen.ApplicationSpec.Network.
+// RegisterErrors) so your setup stays correct if that changes.
+func ErrorTypes() []error {
+	return []error{}
+}
+
+// header is what every protocol message shares.
+type header struct {
+	cluster string
+	term    uint64
+}
+
+// headerOf extracts the common header from a protocol message; ok is false
+// for anything that is not one of ours.
+func headerOf(message any) (header, bool) {
+	switch m := message.(type) {
+	case msgHello:
+		return header{m.ClusterID, m.Term}, true
+	case msgHelloReply:
+		return header{m.ClusterID, m.Term}, true
+	case msgPreVote:
+		return header{m.ClusterID, m.Term}, true
+	case msgPreVoteReply:
+		return header{m.ClusterID, m.Term}, true
+	case msgVote:
+		return header{m.ClusterID, m.Term}, true
+	case msgVoteReply:
+		return header{m.ClusterID, m.Term}, true
+	case msgHeartbeat:
+		return header{m.ClusterID, m.Term}, true
+	case msgHeartbeatAck:
+		return header{m.ClusterID, m.Term}, true
+	case msgTimeoutNow:
+		return header{m.ClusterID, m.Term}, true
+	}
+	return header{}, false
+}
