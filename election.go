@@ -245,6 +245,9 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	case msgHeartbeatAck:
 		if e.staleReply(h) == false {
 			m.ackTerm = h.term
+			if e.role == roleLeader {
+				m.lastAck = e.now
+			}
 		}
 	case msgTimeoutNow:
 		e.handleTimeoutNow(m, msg)
@@ -374,6 +377,7 @@ func (e *election) handleVoteReply(m *member, reply msgVoteReply) {
 		return
 	}
 	e.votes[m.node] = true
+	m.lastAck = e.now
 	if len(e.votes) >= e.quorum() {
 		e.win()
 	}
@@ -590,15 +594,22 @@ func (e *election) heartbeatTick() {
 }
 
 // reachedMembers counts this node plus the members it has evidence of
-// reaching within the minimum election timeout. The evidence is a message
-// received from the member: an accepted send proves nothing about the way
-// back (a half-open link), so it only counts with response quorum off.
+// reaching within the minimum election timeout. The evidence is the
+// member's acknowledgement of this leadership: a heartbeat ack or a vote
+// granted for this term. An accepted send proves nothing about the way back
+// (a half-open link), and a member that sends anything else (a pre-vote,
+// say) is evidently not hearing us. With response quorum off, the
+// documented reference rule applies: an accepted send or any inbound
+// protocol message.
 func (e *election) reachedMembers() int {
 	reached := 1
 	for _, m := range e.members {
-		evidence := m.lastHeard
-		if e.switches.noResponseQuorum && m.lastSentOK.After(evidence) {
-			evidence = m.lastSentOK
+		evidence := m.lastAck
+		if e.switches.noResponseQuorum {
+			evidence = m.lastHeard
+			if m.lastSentOK.After(evidence) {
+				evidence = m.lastSentOK
+			}
 		}
 		if evidence.IsZero() == false && e.now.Sub(evidence) < e.cfg.electionTimeoutMin {
 			reached++

@@ -19,6 +19,7 @@ type member struct {
 	declared bool     // came through Join or Bootstrap rather than through the protocol
 
 	lastHeard        time.Time // last valid protocol message received from it
+	lastAck          time.Time // last acknowledgement of this node's leadership (ack or grant)
 	lastSentOK       time.Time // last send the framework accepted (evidence in reference mode)
 	unreachableSince time.Time // zero while reachable; set by a down with ErrNoConnection
 	nextProbe        time.Time // earliest next Hello by name; spaces out dials to a gone node

@@ -137,11 +137,13 @@ func TestCrossProcess(t *testing.T) {
 		t.Fatal("child not resolved by the server process")
 	}
 	parent.Stop() // the child must take the server over
+	probe := Start(Config{Name: "probe@localhost", ServerPort: port})
+	waitFor(t, "the child to take over", func() bool { return resolves(probe, "child@localhost", 2002) })
 	again := start(port, "again@localhost", 2003)
 	defer again.Stop()
-	waitFor(t, "the child to take over", func() bool {
-		return !again.IsServer() && resolves(again, "child@localhost", 2002)
-	})
+	if again.IsServer() || !resolves(again, "child@localhost", 2002) {
+		t.Fatal("the child process does not serve")
+	}
 	fmt.Fprintln(stdin, "resolve again@localhost")
 	if !lines.Scan() || lines.Text() != "2003" {
 		t.Fatalf("child resolved %q", lines.Text())

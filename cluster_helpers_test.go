@@ -1,0 +1,939 @@
+package leader
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ergo.services/ergo"
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/require"
+)
+
+// Helpers for the cluster tests: real nodes on 127.0.0.1 talking over TCP,
+// every ordered pair of nodes through its own proxy, and a leader actor on
+// each node that records its callbacks. Only the framework's public API is
+// used, so the same tests run on the real framework.
+
+const (
+	// clusterCookie is what the nodes use on the proxied routes and what
+	// their acceptors accept.
+	clusterCookie = "leader-cluster-test"
+	// fallbackCookie is the node-wide cookie, used for any dial that does not
+	// go through a static route. The acceptors do not accept it, so a node
+	// that cannot reach a peer through its proxy cannot sneak around a cut
+	// through the registrar either.
+	fallbackCookie = "leader-cluster-no-bypass"
+
+	mainActor = gen.Atom("election")
+
+	// deadlines for polls; generous, for a loaded 2-core box under -race
+	convergeTimeout = 20 * time.Second
+	pollInterval    = 10 * time.Millisecond
+)
+
+var clusterNodeSeq atomic.Int64
+
+// timings are the protocol timings of a test, in milliseconds.
+type timings struct {
+	min, max, hb, ghost int
+}
+
+var (
+	// fastTimings keep the tests short; HeartbeatInterval stays at a fifth of
+	// ElectionTimeoutMin so a follower tolerates a few lost heartbeats.
+	fastTimings = timings{min: 100, max: 200, hb: 20, ghost: 1000}
+	// defaultTimings are the library's defaults (150/300/50/5000).
+	defaultTimings = timings{min: DefaultElectionTimeoutMin, max: DefaultElectionTimeoutMax, hb: DefaultHeartbeatInterval, ghost: DefaultGhostTTL}
+)
+
+func (tm timings) electionMin() time.Duration { return time.Duration(tm.min) * time.Millisecond }
+func (tm timings) electionMax() time.Duration { return time.Duration(tm.max) * time.Millisecond }
+func (tm timings) heartbeat() time.Duration   { return time.Duration(tm.hb) * time.Millisecond }
+func (tm timings) ghostTTL() time.Duration    { return time.Duration(tm.ghost) * time.Millisecond }
+
+func (tm timings) options(clusterID string, minClusterSize int) Options {
+	return Options{
+		ClusterID:          clusterID,
+		MinClusterSize:     minClusterSize,
+		ElectionTimeoutMin: tm.min,
+		ElectionTimeoutMax: tm.max,
+		HeartbeatInterval:  tm.hb,
+		GhostTTL:           tm.ghost,
+	}
+}
+
+// evidenceMode is on for the long, figure-producing runs.
+func evidenceMode() bool {
+	return testing.Short() == false && os.Getenv("LEADER_EVIDENCE") != ""
+}
+
+// ---------------------------------------------------------------------------
+// Callback recorder
+
+type eventKind int
+
+const (
+	eventLeader eventKind = iota
+	eventFollower
+	eventTerminate
+)
+
+func (k eventKind) String() string {
+	switch k {
+	case eventLeader:
+		return "BecomeLeader"
+	case eventFollower:
+		return "BecomeFollower"
+	}
+	return "Terminate"
+}
+
+// callbackEvent is one callback an actor ran.
+type callbackEvent struct {
+	kind    eventKind
+	cluster string
+	node    gen.Atom
+	pid     gen.PID
+	term    uint64  // Term() when the callback ran
+	leader  gen.PID // HandleBecomeFollower's argument
+	at      time.Time
+}
+
+func (e callbackEvent) String() string {
+	s := fmt.Sprintf("%s %s %s %s term=%d", e.at.Format("15:04:05.000000"), e.cluster, e.node, e.kind, e.term)
+	if e.kind == eventFollower {
+		s += " leader=" + string(e.leader.Node)
+	}
+	return s
+}
+
+// recorder collects the callbacks of every actor of a test.
+type recorder struct {
+	mu     sync.Mutex
+	events []callbackEvent
+}
+
+func (r *recorder) add(e callbackEvent) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) snapshot() []callbackEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// find returns the events that match.
+func (r *recorder) find(match func(callbackEvent) bool) []callbackEvent {
+	var found []callbackEvent
+	for _, e := range r.snapshot() {
+		if match(e) {
+			found = append(found, e)
+		}
+	}
+	return found
+}
+
+// leadersSince returns the BecomeLeader events of cluster at or after since.
+func (r *recorder) leadersSince(cluster string, since time.Time) []callbackEvent {
+	return r.find(func(e callbackEvent) bool {
+		return e.kind == eventLeader && e.cluster == cluster && e.at.Before(since) == false
+	})
+}
+
+// firstAfter returns the first event of kind on node (any node if empty)
+// at or after since.
+func (r *recorder) firstAfter(kind eventKind, cluster string, node gen.Atom, since time.Time) (callbackEvent, bool) {
+	found := r.find(func(e callbackEvent) bool {
+		return e.kind == kind && e.cluster == cluster && (node == "" || e.node == node) && e.at.Before(since) == false
+	})
+	if len(found) == 0 {
+		return callbackEvent{}, false
+	}
+	return found[0], true
+}
+
+// violations checks the invariants over everything recorded: never two
+// leaders in one term of one cluster, and per actor the callbacks alternate
+// (a BecomeLeader is followed by a BecomeFollower or the end of the actor,
+// never by another BecomeLeader), with strictly growing terms of leadership
+// and nothing after Terminate.
+func (r *recorder) violations() []string {
+	var problems []string
+	type key struct {
+		cluster string
+		term    uint64
+	}
+	leaders := make(map[key]gen.PID)
+	type actorState struct {
+		leading    bool
+		lastTerm   uint64
+		terminated bool
+	}
+	actors := make(map[gen.PID]*actorState)
+	for _, e := range r.snapshot() {
+		s := actors[e.pid]
+		if s == nil {
+			s = &actorState{}
+			actors[e.pid] = s
+		}
+		if s.terminated {
+			problems = append(problems, fmt.Sprintf("callback after Terminate: %s", e))
+		}
+		switch e.kind {
+		case eventLeader:
+			k := key{e.cluster, e.term}
+			if other, ok := leaders[k]; ok && other != e.pid {
+				problems = append(problems, fmt.Sprintf("two leaders in term %d of %q: %s and %s", e.term, e.cluster, other.Node, e.node))
+			}
+			leaders[k] = e.pid
+			if s.leading {
+				problems = append(problems, fmt.Sprintf("BecomeLeader twice without BecomeFollower between: %s", e))
+			}
+			if e.term <= s.lastTerm {
+				problems = append(problems, fmt.Sprintf("leadership at term %d after leading term %d: %s", e.term, s.lastTerm, e))
+			}
+			s.leading = true
+			s.lastTerm = e.term
+		case eventFollower:
+			s.leading = false
+		case eventTerminate:
+			s.terminated = true
+		}
+	}
+	return problems
+}
+
+func (r *recorder) dump() string {
+	var b strings.Builder
+	for _, e := range r.snapshot() {
+		b.WriteString(e.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// ---------------------------------------------------------------------------
+// Log capture: a bounded ring of the nodes' log lines, printed when a test
+// fails.
+
+type logRing struct {
+	mu    sync.Mutex
+	lines []string
+	next  int
+	full  bool
+}
+
+func newLogRing(size int) *logRing {
+	return &logRing{lines: make([]string, size)}
+}
+
+func (l *logRing) Log(m gen.MessageLog) {
+	source := ""
+	switch s := m.Source.(type) {
+	case gen.MessageLogProcess:
+		source = fmt.Sprintf("%s %s", s.Node, s.Name)
+	case gen.MessageLogNode:
+		source = string(s.Node)
+	case gen.MessageLogNetwork:
+		source = fmt.Sprintf("%s net(%s)", s.Node, s.Peer)
+	}
+	text := m.Format
+	if len(m.Args) > 0 {
+		text = fmt.Sprintf(m.Format, m.Args...)
+	}
+	line := fmt.Sprintf("%s [%s] %s: %s", m.Time.Format("15:04:05.000000"), m.Level, source, text)
+	l.mu.Lock()
+	l.lines[l.next] = line
+	l.next = (l.next + 1) % len(l.lines)
+	if l.next == 0 {
+		l.full = true
+	}
+	l.mu.Unlock()
+}
+
+func (l *logRing) Terminate() {}
+
+func (l *logRing) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ordered []string
+	if l.full {
+		ordered = append(ordered, l.lines[l.next:]...)
+	}
+	ordered = append(ordered, l.lines[:l.next]...)
+	return strings.Join(ordered, "\n")
+}
+
+// ---------------------------------------------------------------------------
+// The test actor
+
+// messages the tests send to an actor (local sends, never encoded)
+type (
+	msgDiscover struct{}
+	// msgBlock hangs the actor: it sleeps inside HandleMessage.
+	msgBlock struct {
+		d       time.Duration
+		started chan struct{}
+	}
+	// msgStepDown makes the actor call StepDown from its own goroutine.
+	msgStepDown struct{ result chan error }
+	// msgLeave makes the actor call Leave.
+	msgLeave struct{ node gen.Atom }
+)
+
+// actorSpec configures one test actor.
+type actorSpec struct {
+	name     gen.Atom
+	options  Options
+	switches protocolSwitches
+	// discover returns the peers to Join on every discovery tick.
+	discover      func() []gen.ProcessID
+	discoverEvery time.Duration
+	// confirm, when set, answers HandleConfirmLeader.
+	confirm func() (bool, error)
+}
+
+type testActor struct {
+	Actor
+	spec actorSpec
+	rec  *recorder
+}
+
+func (a *testActor) Init(args ...any) (Options, error) {
+	// Join from a handler frame, as in the documentation's Basic Usage.
+	if err := a.Send(a.PID(), msgDiscover{}); err != nil {
+		return Options{}, err
+	}
+	return a.spec.options, nil
+}
+
+func (a *testActor) HandleMessage(from gen.PID, message any) error {
+	switch m := message.(type) {
+	case msgDiscover:
+		if a.spec.discover != nil {
+			for _, peer := range a.spec.discover() {
+				a.Join(peer)
+			}
+		}
+		if _, err := a.SendAfter(a.PID(), msgDiscover{}, a.spec.discoverEvery); err != nil {
+			return err
+		}
+	case msgBlock:
+		if m.started != nil {
+			close(m.started)
+		}
+		time.Sleep(m.d)
+	case msgStepDown:
+		m.result <- a.StepDown()
+	case msgLeave:
+		a.Leave(m.node)
+	}
+	return nil
+}
+
+func (a *testActor) record(kind eventKind, leader gen.PID) {
+	a.rec.add(callbackEvent{
+		kind:    kind,
+		cluster: a.spec.options.ClusterID,
+		node:    a.Node().Name(),
+		pid:     a.PID(),
+		term:    a.Term(),
+		leader:  leader,
+		at:      time.Now(),
+	})
+}
+
+func (a *testActor) HandleConfirmLeader() (bool, error) {
+	if a.spec.confirm != nil {
+		return a.spec.confirm()
+	}
+	return true, nil
+}
+
+func (a *testActor) HandleBecomeLeader() error {
+	a.record(eventLeader, a.PID())
+	return nil
+}
+
+func (a *testActor) HandleBecomeFollower(leader gen.PID) error {
+	a.record(eventFollower, leader)
+	return nil
+}
+
+func (a *testActor) Terminate(reason error) {
+	a.record(eventTerminate, gen.PID{})
+}
+
+// ---------------------------------------------------------------------------
+// The cluster
+
+type clusterConfig struct {
+	// unregistered skips leader.NetworkTypes() on the nodes.
+	unregistered bool
+}
+
+type clusterNode struct {
+	idx     int
+	name    gen.Atom
+	node    gen.Node
+	addr    string // the acceptor, "host:port"
+	stopped bool
+	listed  bool // returned by the discovery of the other nodes
+	actors  map[gen.Atom]gen.PID
+}
+
+type cluster struct {
+	t    *testing.T
+	cfg  clusterConfig
+	rec  *recorder
+	logs *logRing
+
+	mu      sync.Mutex
+	nodes   []*clusterNode
+	proxies map[[2]int]*tcpProxy // [from, to]: the path from node `from` to node `to`
+}
+
+func newCluster(t *testing.T, cfg clusterConfig) *cluster {
+	c := &cluster{
+		t:       t,
+		cfg:     cfg,
+		rec:     &recorder{},
+		logs:    newLogRing(600),
+		proxies: make(map[[2]int]*tcpProxy),
+	}
+	// Cleanups run last-in first-out: this one runs after the nodes stopped.
+	t.Cleanup(func() {
+		if problems := c.rec.violations(); len(problems) > 0 {
+			t.Errorf("callback invariants violated:\n%s", strings.Join(problems, "\n"))
+		}
+		if t.Failed() {
+			t.Logf("callbacks:\n%s", c.rec.dump())
+			t.Logf("last log lines:\n%s", c.logs)
+		}
+	})
+	t.Cleanup(c.teardown)
+	return c
+}
+
+func (c *cluster) teardown() {
+	c.mu.Lock()
+	nodes := slices.Clone(c.nodes)
+	proxies := make([]*tcpProxy, 0, len(c.proxies))
+	for _, p := range c.proxies {
+		proxies = append(proxies, p)
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		if n.stopped {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.node.StopForce()
+		}()
+	}
+	wg.Wait()
+	for _, p := range proxies {
+		p.Close()
+	}
+}
+
+// addNode starts a node, connects it to the proxy mesh and lists it in the
+// discovery of every actor. It spawns nothing.
+func (c *cluster) addNode() int {
+	c.t.Helper()
+	level := gen.LogLevelInfo
+	if os.Getenv("LEADER_TEST_DEBUG") != "" {
+		level = gen.LogLevelDebug
+	}
+	name := gen.Atom(fmt.Sprintf("lt%d-%03d@127.0.0.1", os.Getpid(), clusterNodeSeq.Add(1)))
+	options := gen.NodeOptions{
+		ShutdownTimeout: 10 * time.Second,
+		Network: gen.NetworkOptions{
+			Cookie: fallbackCookie,
+			Acceptors: []gen.AcceptorOptions{
+				{Host: "127.0.0.1", Cookie: clusterCookie},
+			},
+		},
+		Log: gen.LogOptions{
+			Level:         level,
+			DefaultLogger: gen.DefaultLoggerOptions{Disable: true},
+			Loggers:       []gen.Logger{{Name: "capture", Logger: c.logs}},
+		},
+	}
+	node, err := ergo.StartNode(name, options)
+	require.NoError(c.t, err, "start node %s", name)
+	n := &clusterNode{name: name, node: node, listed: true, actors: make(map[gen.Atom]gen.PID)}
+
+	// Register the protocol before the node connects to anyone.
+	if c.cfg.unregistered == false {
+		require.NoError(c.t, node.Network().RegisterTypes(NetworkTypes()))
+		if errs := ErrorTypes(); len(errs) > 0 {
+			require.NoError(c.t, node.Network().RegisterErrors(errs))
+		}
+	}
+
+	acceptors, err := node.Network().Acceptors()
+	if err != nil || len(acceptors) == 0 {
+		node.StopForce()
+		c.t.Fatalf("node %s has no acceptor: %v", name, err)
+	}
+	n.addr = acceptors[0].Info().Interface
+	if _, _, err := net.SplitHostPort(n.addr); err != nil {
+		node.StopForce()
+		c.t.Fatalf("node %s: acceptor interface %q is not host:port: %v", name, n.addr, err)
+	}
+
+	c.mu.Lock()
+	n.idx = len(c.nodes)
+	c.nodes = append(c.nodes, n)
+	others := slices.Clone(c.nodes[:n.idx])
+	c.mu.Unlock()
+
+	for _, o := range others {
+		if o.stopped {
+			continue
+		}
+		c.link(n, o)
+		c.link(o, n)
+	}
+	return n.idx
+}
+
+// link creates the proxy on the path from -> to and the static route on
+// from that uses it.
+func (c *cluster) link(from, to *clusterNode) {
+	c.t.Helper()
+	p, err := startProxy(fmt.Sprintf("%d->%d", from.idx, to.idx), to.addr)
+	require.NoError(c.t, err)
+	c.mu.Lock()
+	c.proxies[[2]int{from.idx, to.idx}] = p
+	c.mu.Unlock()
+	route := gen.NetworkRoute{
+		Route:  gen.Route{Host: "127.0.0.1", Port: p.Port()},
+		Cookie: clusterCookie,
+	}
+	require.NoError(c.t, from.node.Network().AddRoute(string(to.name), route, 1))
+}
+
+func (c *cluster) addNodes(count int) []int {
+	var list []int
+	for range count {
+		list = append(list, c.addNode())
+	}
+	return list
+}
+
+func (c *cluster) n(i int) *clusterNode {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[i]
+}
+
+func (c *cluster) name(i int) gen.Atom { return c.n(i).name }
+
+// index returns the index of the node named name, -1 if none.
+func (c *cluster) index(name gen.Atom) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		if n.name == name {
+			return n.idx
+		}
+	}
+	return -1
+}
+
+// live returns the indices of the nodes not stopped.
+func (c *cluster) live() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var list []int
+	for _, n := range c.nodes {
+		if n.stopped == false {
+			list = append(list, n.idx)
+		}
+	}
+	return list
+}
+
+// setListed adds or removes node i from the discovery of every actor, as a
+// discovery service would when a node appears or goes away.
+func (c *cluster) setListed(i int, listed bool) {
+	c.mu.Lock()
+	c.nodes[i].listed = listed
+	c.mu.Unlock()
+}
+
+// peersOf is the discovery of an actor on node self: the actor named name
+// on every other listed node.
+func (c *cluster) peersOf(self int, name gen.Atom) func() []gen.ProcessID {
+	return func() []gen.ProcessID {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		var peers []gen.ProcessID
+		for _, n := range c.nodes {
+			if n.idx != self && n.listed {
+				peers = append(peers, gen.ProcessID{Name: name, Node: n.name})
+			}
+		}
+		return peers
+	}
+}
+
+// spawn starts a test actor on node i.
+func (c *cluster) spawn(i int, spec actorSpec) (gen.PID, error) {
+	n := c.n(i)
+	if spec.name == "" {
+		spec.name = mainActor
+	}
+	if spec.discoverEvery == 0 {
+		spec.discoverEvery = 100 * time.Millisecond
+	}
+	if spec.discover == nil {
+		spec.discover = c.peersOf(i, spec.name)
+	}
+	factory := func() gen.ProcessBehavior {
+		b := &testActor{spec: spec, rec: c.rec}
+		b.Actor.switches = spec.switches
+		return b
+	}
+	pid, err := n.node.SpawnRegister(spec.name, factory, gen.ProcessOptions{})
+	if err != nil {
+		return pid, err
+	}
+	c.mu.Lock()
+	n.actors[spec.name] = pid
+	c.mu.Unlock()
+	return pid, nil
+}
+
+func (c *cluster) mustSpawn(i int, spec actorSpec) gen.PID {
+	c.t.Helper()
+	pid, err := c.spawn(i, spec)
+	require.NoError(c.t, err, "spawn %s on %s", spec.name, c.name(i))
+	return pid
+}
+
+// spawnAll starts the main actor with the same options on every given node.
+func (c *cluster) spawnAll(idxs []int, options Options, switches protocolSwitches) {
+	c.t.Helper()
+	for _, i := range idxs {
+		c.mustSpawn(i, actorSpec{options: options, switches: switches})
+	}
+}
+
+func (c *cluster) pid(i int, name gen.Atom) gen.PID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[i].actors[name]
+}
+
+// send delivers a test message to the actor named name on node i.
+func (c *cluster) send(i int, name gen.Atom, message any) {
+	c.t.Helper()
+	require.NoError(c.t, c.n(i).node.Send(c.pid(i, name), message))
+}
+
+// stopNode stops node i, gracefully (Stop) or abruptly (StopForce).
+func (c *cluster) stopNode(i int, graceful bool) {
+	n := c.n(i)
+	if graceful {
+		n.node.Stop()
+	} else {
+		n.node.StopForce()
+	}
+	c.mu.Lock()
+	n.stopped = true
+	n.listed = false
+	c.mu.Unlock()
+}
+
+// ---------------------------------------------------------------------------
+// Network faults
+
+func (c *cluster) proxy(from, to int) *tcpProxy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.proxies[[2]int{from, to}]
+	if p == nil {
+		c.t.Fatalf("no proxy %d->%d", from, to)
+	}
+	return p
+}
+
+func (c *cluster) allProxies() map[[2]int]*tcpProxy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	copied := make(map[[2]int]*tcpProxy, len(c.proxies))
+	for k, v := range c.proxies {
+		copied[k] = v
+	}
+	return copied
+}
+
+// partition cuts every link between nodes of different groups. A node in
+// no group is alone.
+func (c *cluster) partition(groups ...[]int) {
+	group := make(map[int]int)
+	for g, members := range groups {
+		for _, i := range members {
+			group[i] = g
+		}
+	}
+	groupOf := func(i int) int {
+		if g, ok := group[i]; ok {
+			return g
+		}
+		return -1 - i
+	}
+	for pair, p := range c.allProxies() {
+		if groupOf(pair[0]) != groupOf(pair[1]) {
+			p.Cut()
+		}
+	}
+}
+
+// healAll restores every link.
+func (c *cluster) healAll() {
+	for _, p := range c.allProxies() {
+		p.Heal()
+	}
+}
+
+// cutPair cuts both paths between i and j; healPair restores them.
+func (c *cluster) cutPair(i, j int) {
+	c.proxy(i, j).Cut()
+	c.proxy(j, i).Cut()
+}
+
+func (c *cluster) healPair(i, j int) {
+	c.proxy(i, j).Heal()
+	c.proxy(j, i).Heal()
+}
+
+// dropToward makes every link to node i half-open: what i sends is
+// delivered, what is sent to i is lost. A pair's connection goes through
+// whichever proxy the dialing side used, so both paths are set.
+func (c *cluster) dropToward(i int) {
+	for pair, p := range c.allProxies() {
+		switch {
+		case pair[0] == i:
+			p.DropDirection(toSource)
+		case pair[1] == i:
+			p.DropDirection(toTarget)
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Observing the election
+
+// nodeState is what one actor reports through Inspect.
+type nodeState struct {
+	idx        int
+	state      string
+	term       uint64
+	leaderNode gen.Atom
+	viewSize   int
+	raw        map[string]string
+	err        error
+}
+
+func (s nodeState) String() string {
+	if s.err != nil {
+		return fmt.Sprintf("#%d error %v", s.idx, s.err)
+	}
+	return fmt.Sprintf("#%d %s term=%d leader=%s view=%d", s.idx, s.state, s.term, s.leaderNode, s.viewSize)
+}
+
+var stateKeys = []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size"}
+
+// inspect asks the actor named name on node i for keys.
+func (c *cluster) inspect(i int, name gen.Atom, keys ...string) (map[string]string, error) {
+	n := c.n(i)
+	return n.node.Inspect(c.pid(i, name), keys...)
+}
+
+// stateOf reads the role, term, leader and view of an actor, plus extra keys.
+func (c *cluster) stateOf(i int, name gen.Atom, extra ...string) nodeState {
+	s := nodeState{idx: i}
+	raw, err := c.inspect(i, name, append(slices.Clone(stateKeys), extra...)...)
+	if err != nil {
+		s.err = err
+		return s
+	}
+	s.raw = raw
+	s.state = raw["ergo:state"]
+	s.term, err = strconv.ParseUint(raw["ergo:term"], 10, 64)
+	if err != nil {
+		s.err = fmt.Errorf("ergo:term %q: %w", raw["ergo:term"], err)
+	}
+	s.leaderNode = gen.Atom(raw["ergo:leader_node"])
+	s.viewSize, err = strconv.Atoi(raw["ergo:view_size"])
+	if err != nil && s.err == nil {
+		s.err = fmt.Errorf("ergo:view_size %q: %w", raw["ergo:view_size"], err)
+	}
+	return s
+}
+
+func (c *cluster) states(idxs []int, name gen.Atom, extra ...string) []nodeState {
+	list := make([]nodeState, 0, len(idxs))
+	for _, i := range idxs {
+		list = append(list, c.stateOf(i, name, extra...))
+	}
+	return list
+}
+
+func describe(states []nodeState) string {
+	parts := make([]string, 0, len(states))
+	for _, s := range states {
+		parts = append(parts, s.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// agreedLeader reports the leader of idxs when exactly one of them is in
+// state leader and every one of them names it at the same term.
+func (c *cluster) agreedLeader(idxs []int, name gen.Atom) (int, uint64, bool, string) {
+	states := c.states(idxs, name)
+	leader := -1
+	for _, s := range states {
+		if s.err != nil {
+			return -1, 0, false, describe(states)
+		}
+		if s.state == "leader" {
+			if leader != -1 {
+				return -1, 0, false, describe(states)
+			}
+			leader = s.idx
+		}
+	}
+	if leader == -1 {
+		return -1, 0, false, describe(states)
+	}
+	leaderName := c.name(leader)
+	var term uint64
+	for _, s := range states {
+		if s.idx == leader {
+			term = s.term
+		}
+	}
+	for _, s := range states {
+		if s.leaderNode != leaderName || s.term != term {
+			return -1, 0, false, describe(states)
+		}
+	}
+	return leader, term, true, describe(states)
+}
+
+// waitLeader polls until idxs agree on one leader and returns it and its
+// term.
+func (c *cluster) waitLeader(idxs []int, name gen.Atom, timeout time.Duration) (int, uint64) {
+	c.t.Helper()
+	var leader int
+	var term uint64
+	waitFor(c.t, timeout, fmt.Sprintf("nodes %v to agree on one leader", idxs), func() (bool, string) {
+		var ok bool
+		var desc string
+		leader, term, ok, desc = c.agreedLeader(idxs, name)
+		return ok, desc
+	})
+	return leader, term
+}
+
+// waitViews polls until every node of idxs reports a view of size.
+func (c *cluster) waitViews(idxs []int, name gen.Atom, size int, timeout time.Duration) {
+	c.t.Helper()
+	waitFor(c.t, timeout, fmt.Sprintf("views of size %d on %v", size, idxs), func() (bool, string) {
+		states := c.states(idxs, name)
+		for _, s := range states {
+			if s.err != nil || s.viewSize != size {
+				return false, describe(states)
+			}
+		}
+		return true, ""
+	})
+}
+
+// waitFor polls cond until it holds, failing the test at the deadline with
+// the last description cond gave.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, desc := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, desc)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// holdFor polls cond for the whole duration and fails the test the first
+// time it does not hold.
+func holdFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for {
+		ok, desc := cond()
+		if ok == false {
+			t.Fatalf("%s stopped holding: %s", what, desc)
+		}
+		if time.Now().After(end) {
+			return
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// others returns idxs without the excluded ones.
+func others(idxs []int, excluded ...int) []int {
+	var list []int
+	for _, i := range idxs {
+		if slices.Contains(excluded, i) == false {
+			list = append(list, i)
+		}
+	}
+	return list
+}
+
+// ---------------------------------------------------------------------------
+// Figures
+
+// percentile returns the p-th percentile (0..100) of sorted durations, by
+// the nearest-rank method.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	rank = min(max(rank, 1), len(sorted))
+	return sorted[rank-1]
+}
+
+func summarize(samples []time.Duration) string {
+	sorted := slices.Clone(samples)
+	slices.Sort(sorted)
+	return fmt.Sprintf("n=%d min=%s p50=%s p90=%s p99=%s max=%s",
+		len(sorted), sorted[0].Round(10*time.Microsecond), percentile(sorted, 50).Round(10*time.Microsecond),
+		percentile(sorted, 90).Round(10*time.Microsecond), percentile(sorted, 99).Round(10*time.Microsecond),
+		sorted[len(sorted)-1].Round(10*time.Microsecond))
+}

@@ -1,0 +1,273 @@
+package leader
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// simActor is the behavior the simulator runs: the real Actor plus what a
+// user's code would do (discovery, StepDown, an external authority).
+type simActor struct {
+	Actor
+	sim     *simulator
+	cluster *simCluster
+	options Options
+	inc     string // node#creation: one incarnation of the node
+}
+
+// Commands the harness delivers into an actor, so that API calls run on
+// the actor's goroutine as they must.
+type (
+	simDiscover struct{ names []gen.Atom }
+	simStepDown struct{}
+)
+
+func (b *simActor) Init(args ...any) (Options, error) { return b.options, nil }
+
+func (b *simActor) HandleBecomeLeader() error {
+	b.sim.check.callback(b, true, gen.PID{})
+	return nil
+}
+
+func (b *simActor) HandleBecomeFollower(leader gen.PID) error {
+	b.sim.check.callback(b, false, leader)
+	return nil
+}
+
+func (b *simActor) HandleConfirmLeader() (bool, error) {
+	if b.cluster.denyRate > 0 && b.sim.rng.Float64() < b.cluster.denyRate {
+		b.sim.note("%s: HandleConfirmLeader denies", b.PID().Node)
+		return false, nil
+	}
+	return true, nil
+}
+
+func (b *simActor) HandleMessage(from gen.PID, message any) error {
+	switch m := message.(type) {
+	case simDiscover:
+		// the spec's discovery loop: Join what is listed, Leave what no
+		// longer is
+		listed := make(map[gen.Atom]bool)
+		for _, name := range m.names {
+			listed[name] = true
+			b.Join(gen.ProcessID{Name: simProcessName, Node: name})
+		}
+		for _, pid := range b.membersNodes() {
+			if listed[pid] == false {
+				b.Leave(pid)
+			}
+		}
+	case simStepDown:
+		b.StepDown()
+	}
+	return nil
+}
+
+func (b *simActor) membersNodes() []gen.Atom {
+	var nodes []gen.Atom
+	for node := range b.state.members {
+		nodes = append(nodes, node)
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+const simProcessName gen.Atom = "leader"
+
+// simCluster manages the deployment: which node names exist (the
+// "discovery" registry) and the actor running on each.
+type simCluster struct {
+	sim      *simulator
+	options  Options
+	switches protocolSwitches
+	actors   map[gen.Atom]*simActor // current incarnation per live node
+	registry []gen.Atom             // what discovery lists
+	denyRate float64
+	serial   int
+}
+
+func newSimCluster(sim *simulator, options Options, switches protocolSwitches) *simCluster {
+	return &simCluster{sim: sim, options: options, switches: switches, actors: make(map[gen.Atom]*simActor)}
+}
+
+func (c *simCluster) cfg() config {
+	cfg, _, err := c.options.resolve()
+	if err != nil {
+		panic(err)
+	}
+	return cfg
+}
+
+func (c *simCluster) newName() gen.Atom {
+	c.serial++
+	return gen.Atom(fmt.Sprintf("n%02d@sim", c.serial))
+}
+
+// start boots a node (new, or a restart of a crashed one under the same
+// name) with everything discovery lists as its bootstrap.
+func (c *simCluster) start(name gen.Atom) *simActor {
+	if slices.Contains(c.registry, name) == false {
+		c.registry = append(c.registry, name)
+	}
+	n := c.sim.addNode(name)
+	options := c.options
+	options.Bootstrap = nil
+	for _, peer := range c.registry {
+		options.Bootstrap = append(options.Bootstrap, gen.ProcessID{Name: simProcessName, Node: peer})
+	}
+	b := &simActor{sim: c.sim, cluster: c, options: options, inc: fmt.Sprintf("%s#%d", string(name), n.creation)}
+	b.clock = func() time.Time { return c.sim.now }
+	b.rng = rand.New(rand.NewPCG(c.sim.rng.Uint64(), c.sim.rng.Uint64()))
+	b.switches = c.switches
+	c.sim.note("START %s", b.inc)
+	if _, err := c.sim.spawn(n, simProcessName, b); err != nil {
+		c.sim.fail("%s failed to start: %s", name, err)
+		return nil
+	}
+	c.actors[name] = b
+	c.sim.check.started(b)
+	return b
+}
+
+func (c *simCluster) crash(name gen.Atom) {
+	if c.actors[name] == nil {
+		return
+	}
+	delete(c.actors, name)
+	c.sim.crash(name)
+}
+
+// stop is a graceful stop: the actor receives the shutdown exit the node
+// sends on Stop, terminates (handing leadership over), then the node's
+// connections close.
+func (c *simCluster) stop(name gen.Atom) {
+	b := c.actors[name]
+	if b == nil {
+		return
+	}
+	c.sim.note("STOP %s", name)
+	p := c.sim.process(b.PID())
+	delete(c.actors, name)
+	if p != nil {
+		p.push(p.mailbox.Urgent, gen.MailboxMessageTypeExit, p.Parent(), gen.MessageExitPID{PID: p.Parent(), Reason: gen.TerminateReasonShutdown})
+	}
+	c.sim.after(time.Millisecond, "", func() { c.sim.crash(name) })
+}
+
+// retire removes a name from discovery, as when a pod is replaced.
+func (c *simCluster) retire(name gen.Atom) {
+	c.registry = slices.DeleteFunc(c.registry, func(n gen.Atom) bool { return n == name })
+}
+
+// discover runs every live actor's discovery loop once, each after a random
+// lag, so views converge the way they do in a real deployment.
+func (c *simCluster) discover(maxLag time.Duration) {
+	names := slices.Clone(c.registry)
+	for _, name := range c.liveNames() {
+		lag := time.Duration(0)
+		if maxLag > 0 {
+			lag = time.Duration(c.sim.rng.Int64N(int64(maxLag)))
+		}
+		c.command(name, lag, simDiscover{names: names})
+	}
+}
+
+func (c *simCluster) command(name gen.Atom, after time.Duration, command any) {
+	b := c.actors[name]
+	if b == nil {
+		return
+	}
+	pid := b.PID()
+	c.sim.after(after, fmt.Sprintf("COMMAND %s %T", name, command), func() {
+		if p := c.sim.process(pid); p != nil {
+			p.push(p.mailbox.Main, gen.MailboxMessageTypeRegular, p.Parent(), command)
+		}
+	})
+}
+
+func (c *simCluster) liveNames() []gen.Atom {
+	var names []gen.Atom
+	for name := range c.actors {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// leaders returns the live actors that lead.
+func (c *simCluster) leaders() []*simActor {
+	var list []*simActor
+	for _, name := range c.liveNames() {
+		if b := c.actors[name]; b.IsLeader() {
+			list = append(list, b)
+		}
+	}
+	return list
+}
+
+// converged reports one leader that every live actor follows, at one term.
+func (c *simCluster) converged() bool {
+	leaders := c.leaders()
+	if len(leaders) != 1 {
+		return false
+	}
+	l := leaders[0]
+	for _, name := range c.liveNames() {
+		b := c.actors[name]
+		if b.Leader() != l.PID() || b.Term() != l.Term() {
+			return false
+		}
+	}
+	return true
+}
+
+// runUntilConverged runs until the cluster converges or limit passes, and
+// returns how long it took (or false).
+func (c *simCluster) runUntilConverged(limit time.Duration) (time.Duration, bool) {
+	begin := c.sim.now
+	deadline := begin.Add(limit)
+	for c.sim.now.Before(deadline) && len(c.sim.failures) == 0 {
+		if c.converged() {
+			return c.sim.now.Sub(begin), true
+		}
+		c.sim.runFor(time.Millisecond)
+	}
+	return 0, c.converged()
+}
+
+// --- network faults ---
+
+func (c *simCluster) cut(a, b gen.Atom) {
+	c.sim.links[[2]gen.Atom{a, b}] = linkCut
+	c.sim.links[[2]gen.Atom{b, a}] = linkCut
+	c.sim.disconnect(a, b)
+}
+
+// partition cuts every link between the groups.
+func (c *simCluster) partition(groups ...[]gen.Atom) {
+	c.sim.note("PARTITION %v", groups)
+	for i, ga := range groups {
+		for _, gb := range groups[i+1:] {
+			for _, a := range ga {
+				for _, b := range gb {
+					c.cut(a, b)
+				}
+			}
+		}
+	}
+}
+
+// blackhole loses everything from a to b while the connection stays up.
+func (c *simCluster) blackhole(from, to gen.Atom) {
+	c.sim.note("BLACKHOLE %s -> %s", from, to)
+	c.sim.links[[2]gen.Atom{from, to}] = linkBlackhole
+}
+
+func (c *simCluster) heal() {
+	c.sim.note("HEAL")
+	c.sim.links = make(map[[2]gen.Atom]linkMode)
+}

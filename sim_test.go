@@ -1,0 +1,349 @@
+package leader
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// simOptions are the documented default timings; virtual time makes them
+// free, and testing the defaults is testing what users run.
+func simOptions() Options {
+	return Options{ClusterID: "sim", MinClusterSize: 3, ElectionTimeoutMin: 150, ElectionTimeoutMax: 300, HeartbeatInterval: 50, GhostTTL: 1000}
+}
+
+func lanNetwork() simNetwork {
+	return simNetwork{minDelay: 200 * time.Microsecond, maxDelay: 2 * time.Millisecond}
+}
+
+// livenessBound is how long after the last fault heals the cluster must have
+// converged. Ghost members of crashed nodes may hold quorum up for GhostTTL;
+// after that, every reachable member is re-contacted within one
+// ElectionTimeoutMax (pre-votes and probes go out by name), and a round of
+// pre-vote plus vote completes within one randomised timeout unless votes
+// split; ten maximum timeouts leave room for several split rounds.
+func livenessBound(cfg config) time.Duration {
+	return cfg.ghostTTL + 10*cfg.electionTimeoutMax
+}
+
+func newSimTest(t testing.TB, seed uint64, network simNetwork) *simulator {
+	s := newSimulator(seed, network)
+	if os.Getenv("LEADER_SIM_VERBOSE") != "" {
+		s.verbose, s.logs = true, true
+	}
+	return s
+}
+
+func requireNoViolation(t testing.TB, s *simulator) {
+	t.Helper()
+	if len(s.failures) > 0 {
+		t.Fatal(s.report())
+	}
+}
+
+func startSimCluster(s *simulator, n int, options Options, switches protocolSwitches) (*simCluster, []gen.Atom) {
+	c := newSimCluster(s, options, switches)
+	var names []gen.Atom
+	for i := 0; i < n; i++ {
+		names = append(names, c.newName())
+	}
+	c.registry = slices.Clone(names)
+	for _, name := range names {
+		c.start(name)
+	}
+	return c, names
+}
+
+// TestSimulationColdStart: five nodes elect one leader that all follow.
+func TestSimulationColdStart(t *testing.T) {
+	s := newSimTest(t, 1, lanNetwork())
+	c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
+	took, ok := c.runUntilConverged(10 * time.Second)
+	requireNoViolation(t, s)
+	if ok == false {
+		t.Fatalf("no convergence\n%s", s.report())
+	}
+	t.Logf("converged after %s at term %d", took, c.leaders()[0].Term())
+}
+
+// TestSimulationPartitionWalkthrough replays the spec's walkthrough: five
+// nodes, the leader on the majority side keeps leading; the minority elects
+// nobody and, with pre-vote, does not even raise its term; on heal nothing
+// changes. Then the leader ends up on the minority side and steps down.
+func TestSimulationPartitionWalkthrough(t *testing.T) {
+	for seed := uint64(1); seed <= 50; seed++ {
+		s := newSimTest(t, seed, lanNetwork())
+		options := simOptions()
+		options.GhostTTL = 600_000 // a converged view: nothing expires during the test
+		c, names := startSimCluster(s, 5, options, protocolSwitches{})
+		s.check.fullView = 5
+		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
+			t.Fatalf("no convergence\n%s", s.report())
+		}
+		leader := c.leaders()[0]
+		term := leader.Term()
+		majority := []gen.Atom{leader.PID().Node}
+		var minority []gen.Atom
+		for _, name := range names {
+			if name == leader.PID().Node {
+				continue
+			}
+			if len(majority) < 3 {
+				majority = append(majority, name)
+			} else {
+				minority = append(minority, name)
+			}
+		}
+		c.partition(majority, minority)
+		s.runFor(10 * 300 * time.Millisecond)
+		requireNoViolation(t, s)
+		if leader.IsLeader() == false || leader.Term() != term {
+			t.Fatalf("seed %d: the majority's leader lost leadership or its term moved (%d -> %d)\n%s", seed, term, leader.Term(), s.report())
+		}
+		for _, name := range minority {
+			if b := c.actors[name]; b.IsLeader() || b.Term() != term {
+				t.Fatalf("seed %d: minority node %s: leader=%v term %d (want no leader, term %d)\n%s", seed, name, b.IsLeader(), b.Term(), term, s.report())
+			}
+		}
+		c.heal()
+		if _, ok := c.runUntilConverged(livenessBound(c.cfg())); ok == false {
+			t.Fatalf("seed %d: no convergence after heal\n%s", seed, s.report())
+		}
+		if c.leaders()[0] != leader || leader.Term() != term {
+			t.Fatalf("seed %d: the heal disrupted the leader\n%s", seed, s.report())
+		}
+
+		// the leader on the minority side
+		minority = []gen.Atom{leader.PID().Node, majority[1]}
+		majority = slices.DeleteFunc(slices.Clone(names), func(n gen.Atom) bool { return slices.Contains(minority, n) })
+		c.partition(majority, minority)
+		cut := s.now
+		for leader.IsLeader() && s.now.Sub(cut) < time.Second {
+			s.runFor(time.Millisecond)
+		}
+		requireNoViolation(t, s)
+		if leader.IsLeader() {
+			t.Fatalf("seed %d: the cut-off leader did not step down\n%s", seed, s.report())
+		}
+		s.runFor(5 * 300 * time.Millisecond)
+		requireNoViolation(t, s)
+		if l := c.leaders(); len(l) != 1 || slices.Contains(majority, l[0].PID().Node) == false {
+			t.Fatalf("seed %d: the majority did not elect exactly one leader\n%s", seed, s.report())
+		}
+		c.heal()
+		if _, ok := c.runUntilConverged(livenessBound(c.cfg())); ok == false {
+			t.Fatalf("seed %d: no convergence after the second heal\n%s", seed, s.report())
+		}
+		requireNoViolation(t, s)
+		for _, name := range names {
+			if size := c.actors[name].state.viewSize(); size != 5 {
+				t.Fatalf("seed %d: %s has view %d after heal, want 5", seed, name, size)
+			}
+		}
+	}
+}
+
+// seedCount reads how many random seeds to run; CI runs the default.
+func seedCount(t *testing.T, fallback int) int {
+	if v := os.Getenv("LEADER_SIM_SEEDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("LEADER_SIM_SEEDS=%q: %s", v, err)
+		}
+		return n
+	}
+	if testing.Short() {
+		return fallback / 10
+	}
+	return fallback
+}
+
+// TestSimulationRandomSeeds runs random fault schedules and checks every
+// invariant after every event, then liveness after the last fault heals.
+// LEADER_SIM_SEED replays one seed; LEADER_SIM_SEEDS sets how many run.
+func TestSimulationRandomSeeds(t *testing.T) {
+	if v := os.Getenv("LEADER_SIM_SEED"); v != "" {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		result := runRandomScenario(t, seed, protocolSwitches{})
+		requireNoViolation(t, result.sim)
+		return
+	}
+	n := seedCount(t, 2000)
+	stats := newScenarioStats()
+	begin := time.Now()
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		result := runRandomScenario(t, seed, protocolSwitches{})
+		if len(result.sim.failures) > 0 {
+			t.Fatal(result.sim.report())
+		}
+		stats.add(result)
+	}
+	t.Logf("%d seeds in %s: %s", n, time.Since(begin).Round(time.Millisecond), stats)
+}
+
+type scenarioResult struct {
+	sim        *simulator
+	healToLead time.Duration
+	elections  int
+}
+
+type scenarioStats struct {
+	heal      []time.Duration
+	elections int
+	virtual   time.Duration
+}
+
+func newScenarioStats() *scenarioStats { return &scenarioStats{} }
+
+func (st *scenarioStats) add(r scenarioResult) {
+	st.heal = append(st.heal, r.healToLead)
+	st.elections += r.elections
+	st.virtual += r.sim.elapsed()
+}
+
+func (st *scenarioStats) String() string {
+	slices.Sort(st.heal)
+	pct := func(p float64) time.Duration {
+		if len(st.heal) == 0 {
+			return 0
+		}
+		return st.heal[min(len(st.heal)-1, int(p*float64(len(st.heal))))]
+	}
+	return fmt.Sprintf("%d leaderships, %s virtual; time to one leader after heal p50 %s p99 %s max %s",
+		st.elections, st.virtual.Round(time.Second), pct(0.5), pct(0.99), pct(1))
+}
+
+// runRandomScenario builds a fault schedule from the seed: a cluster of 3, 5
+// or 7 nodes on a network with random delays, loss, duplication and
+// reordering, then partitions, asymmetric links, crashes, restarts under the
+// same or a new name, graceful stops, discovery churn, step-downs and
+// confirm denials; then everything heals and the cluster must converge.
+func runRandomScenario(t testing.TB, seed uint64, switches protocolSwitches) scenarioResult {
+	s := newSimTest(t, seed, simNetwork{})
+	r := s.rng
+	s.net = simNetwork{
+		minDelay: time.Duration(50+r.IntN(500)) * time.Microsecond,
+		maxDelay: time.Duration(1+r.IntN(15)) * time.Millisecond,
+		dropRate: []float64{0, 0, 0.01, 0.05}[r.IntN(4)],
+		dupRate:  []float64{0, 0, 0.02}[r.IntN(3)],
+		reorder:  r.IntN(2) == 0,
+	}
+	size := []int{3, 5, 5, 7}[r.IntN(4)]
+	options := simOptions()
+	if r.IntN(3) == 0 {
+		options.MinClusterSize = size/2 + 1
+	}
+	c := newSimCluster(s, options, switches)
+	var names []gen.Atom
+	for i := 0; i < size; i++ {
+		names = append(names, c.newName())
+	}
+	c.registry = slices.Clone(names)
+	for _, name := range names {
+		s.after(time.Duration(r.IntN(200))*time.Millisecond, "", func() { c.start(name) })
+	}
+
+	horizon := 3 * time.Second
+	faults := 2 + r.IntN(8)
+	for i := 0; i < faults; i++ {
+		at := time.Duration(300+r.IntN(2300)) * time.Millisecond
+		kind := r.IntN(10)
+		s.at(s.start.Add(at), "", func() { randomFault(c, kind) })
+	}
+	s.runUntil(s.start.Add(horizon))
+
+	// the last fault heals: links, crashed nodes, denials
+	c.heal()
+	c.denyRate = 0
+	for _, name := range slices.Clone(c.registry) {
+		if c.actors[name] == nil {
+			s.check.relaxedSafety = true
+			c.start(name)
+		}
+	}
+	c.discover(0)
+	took, ok := c.runUntilConverged(livenessBound(c.cfg()))
+	if ok == false && len(s.failures) == 0 {
+		s.fail("liveness: no single leader followed by all within %s after the last heal (leaders %d)", livenessBound(c.cfg()), len(c.leaders()))
+	}
+	return scenarioResult{sim: s, healToLead: took, elections: s.check.leaderChanges}
+}
+
+// randomFault applies one fault of the given kind to a random target.
+func randomFault(c *simCluster, kind int) {
+	s := c.sim
+	r := s.rng
+	live := c.liveNames()
+	pick := func() gen.Atom {
+		if len(live) == 0 {
+			return ""
+		}
+		return live[r.IntN(len(live))]
+	}
+	switch kind {
+	case 0, 1: // partition into two random groups
+		var a, b []gen.Atom
+		for _, name := range c.registry {
+			if r.IntN(2) == 0 {
+				a = append(a, name)
+			} else {
+				b = append(b, name)
+			}
+		}
+		c.partition(a, b)
+	case 2: // asymmetric link
+		from, to := pick(), pick()
+		if from != to && from != "" {
+			c.blackhole(from, to)
+		}
+	case 3:
+		c.heal()
+	case 4: // crash
+		if name := pick(); name != "" {
+			c.crash(name)
+		}
+	case 5: // restart a crashed node, under its old name or as a new pod
+		for _, name := range c.registry {
+			if c.actors[name] != nil {
+				continue
+			}
+			if r.IntN(2) == 0 {
+				s.check.relaxedSafety = true
+				c.start(name)
+			} else {
+				c.retire(name)
+				c.start(c.newName())
+			}
+			c.discover(50 * time.Millisecond)
+			break
+		}
+	case 6: // graceful stop
+		if name := pick(); name != "" {
+			c.stop(name)
+		}
+	case 7: // step down the leader
+		for _, b := range c.leaders() {
+			c.command(b.PID().Node, 0, simStepDown{})
+		}
+	case 8: // an external authority that denies for a while
+		c.denyRate = 0.5
+		s.after(time.Duration(r.IntN(1000))*time.Millisecond, "", func() { c.denyRate = 0 })
+	case 9: // a pod replaced under a new name, discovery lagging behind
+		if name := pick(); name != "" {
+			c.stop(name)
+			c.retire(name)
+			s.after(time.Duration(r.IntN(100))*time.Millisecond, "", func() {
+				c.start(c.newName())
+				c.discover(100 * time.Millisecond)
+			})
+		}
+	}
+}
