@@ -42,25 +42,25 @@ const (
 
 var clusterNodeSeq atomic.Int64
 
-// timings are the protocol timings of a test, in milliseconds.
-type timings struct {
+// clusterTimings are the protocol timings of a test, in milliseconds.
+type clusterTimings struct {
 	min, max, hb, ghost int
 }
 
 var (
-	// fastTimings keep the tests short; HeartbeatInterval stays at a fifth of
+	// clusterFastTimings keep the tests short; HeartbeatInterval stays at a fifth of
 	// ElectionTimeoutMin so a follower tolerates a few lost heartbeats.
-	fastTimings = timings{min: 100, max: 200, hb: 20, ghost: 1000}
-	// defaultTimings are the library's defaults (150/300/50/5000).
-	defaultTimings = timings{min: DefaultElectionTimeoutMin, max: DefaultElectionTimeoutMax, hb: DefaultHeartbeatInterval, ghost: DefaultGhostTTL}
+	clusterFastTimings = clusterTimings{min: 100, max: 200, hb: 20, ghost: 1000}
+	// clusterDefaultTimings are the library's defaults (150/300/50/5000).
+	clusterDefaultTimings = clusterTimings{min: DefaultElectionTimeoutMin, max: DefaultElectionTimeoutMax, hb: DefaultHeartbeatInterval, ghost: DefaultGhostTTL}
 )
 
-func (tm timings) electionMin() time.Duration { return time.Duration(tm.min) * time.Millisecond }
-func (tm timings) electionMax() time.Duration { return time.Duration(tm.max) * time.Millisecond }
-func (tm timings) heartbeat() time.Duration   { return time.Duration(tm.hb) * time.Millisecond }
-func (tm timings) ghostTTL() time.Duration    { return time.Duration(tm.ghost) * time.Millisecond }
+func (tm clusterTimings) electionMin() time.Duration { return time.Duration(tm.min) * time.Millisecond }
+func (tm clusterTimings) electionMax() time.Duration { return time.Duration(tm.max) * time.Millisecond }
+func (tm clusterTimings) heartbeat() time.Duration   { return time.Duration(tm.hb) * time.Millisecond }
+func (tm clusterTimings) ghostTTL() time.Duration    { return time.Duration(tm.ghost) * time.Millisecond }
 
-func (tm timings) options(clusterID string, minClusterSize int) Options {
+func (tm clusterTimings) options(clusterID string, minClusterSize int) Options {
 	return Options{
 		ClusterID:          clusterID,
 		MinClusterSize:     minClusterSize,
@@ -116,26 +116,26 @@ func (e callbackEvent) String() string {
 	return s
 }
 
-// recorder collects the callbacks of every actor of a test.
-type recorder struct {
+// callbackRecorder collects the callbacks of every actor of a test.
+type callbackRecorder struct {
 	mu     sync.Mutex
 	events []callbackEvent
 }
 
-func (r *recorder) add(e callbackEvent) {
+func (r *callbackRecorder) add(e callbackEvent) {
 	r.mu.Lock()
 	r.events = append(r.events, e)
 	r.mu.Unlock()
 }
 
-func (r *recorder) snapshot() []callbackEvent {
+func (r *callbackRecorder) snapshot() []callbackEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
 }
 
 // find returns the events that match.
-func (r *recorder) find(match func(callbackEvent) bool) []callbackEvent {
+func (r *callbackRecorder) find(match func(callbackEvent) bool) []callbackEvent {
 	var found []callbackEvent
 	for _, e := range r.snapshot() {
 		if match(e) {
@@ -146,7 +146,7 @@ func (r *recorder) find(match func(callbackEvent) bool) []callbackEvent {
 }
 
 // leadersSince returns the BecomeLeader events of cluster at or after since.
-func (r *recorder) leadersSince(cluster string, since time.Time) []callbackEvent {
+func (r *callbackRecorder) leadersSince(cluster string, since time.Time) []callbackEvent {
 	return r.find(func(e callbackEvent) bool {
 		return e.kind == eventLeader && e.cluster == cluster && e.at.Before(since) == false
 	})
@@ -154,7 +154,7 @@ func (r *recorder) leadersSince(cluster string, since time.Time) []callbackEvent
 
 // firstAfter returns the first event of kind on node (any node if empty)
 // at or after since.
-func (r *recorder) firstAfter(kind eventKind, cluster string, node gen.Atom, since time.Time) (callbackEvent, bool) {
+func (r *callbackRecorder) firstAfter(kind eventKind, cluster string, node gen.Atom, since time.Time) (callbackEvent, bool) {
 	found := r.find(func(e callbackEvent) bool {
 		return e.kind == kind && e.cluster == cluster && (node == "" || e.node == node) && e.at.Before(since) == false
 	})
@@ -169,7 +169,7 @@ func (r *recorder) firstAfter(kind eventKind, cluster string, node gen.Atom, sin
 // (a BecomeLeader is followed by a BecomeFollower or the end of the actor,
 // never by another BecomeLeader), with strictly growing terms of leadership
 // and nothing after Terminate.
-func (r *recorder) violations() []string {
+func (r *callbackRecorder) violations() []string {
 	var problems []string
 	type key struct {
 		cluster string
@@ -215,7 +215,7 @@ func (r *recorder) violations() []string {
 	return problems
 }
 
-func (r *recorder) dump() string {
+func (r *callbackRecorder) dump() string {
 	var b strings.Builder
 	for _, e := range r.snapshot() {
 		b.WriteString(e.String())
@@ -281,16 +281,16 @@ func (l *logRing) String() string {
 
 // messages the tests send to an actor (local sends, never encoded)
 type (
-	msgDiscover struct{}
-	// msgBlock hangs the actor: it sleeps inside HandleMessage.
-	msgBlock struct {
+	ctlDiscover struct{}
+	// ctlBlock hangs the actor: it sleeps inside HandleMessage.
+	ctlBlock struct {
 		d       time.Duration
 		started chan struct{}
 	}
-	// msgStepDown makes the actor call StepDown from its own goroutine.
-	msgStepDown struct{ result chan error }
-	// msgLeave makes the actor call Leave.
-	msgLeave struct{ node gen.Atom }
+	// ctlStepDown makes the actor call StepDown from its own goroutine.
+	ctlStepDown struct{ result chan error }
+	// ctlLeave makes the actor call Leave.
+	ctlLeave struct{ node gen.Atom }
 )
 
 // actorSpec configures one test actor.
@@ -308,12 +308,12 @@ type actorSpec struct {
 type testActor struct {
 	Actor
 	spec actorSpec
-	rec  *recorder
+	rec  *callbackRecorder
 }
 
 func (a *testActor) Init(args ...any) (Options, error) {
 	// Join from a handler frame, as in the documentation's Basic Usage.
-	if err := a.Send(a.PID(), msgDiscover{}); err != nil {
+	if err := a.Send(a.PID(), ctlDiscover{}); err != nil {
 		return Options{}, err
 	}
 	return a.spec.options, nil
@@ -321,23 +321,23 @@ func (a *testActor) Init(args ...any) (Options, error) {
 
 func (a *testActor) HandleMessage(from gen.PID, message any) error {
 	switch m := message.(type) {
-	case msgDiscover:
+	case ctlDiscover:
 		if a.spec.discover != nil {
 			for _, peer := range a.spec.discover() {
 				a.Join(peer)
 			}
 		}
-		if _, err := a.SendAfter(a.PID(), msgDiscover{}, a.spec.discoverEvery); err != nil {
+		if _, err := a.SendAfter(a.PID(), ctlDiscover{}, a.spec.discoverEvery); err != nil {
 			return err
 		}
-	case msgBlock:
+	case ctlBlock:
 		if m.started != nil {
 			close(m.started)
 		}
 		time.Sleep(m.d)
-	case msgStepDown:
+	case ctlStepDown:
 		m.result <- a.StepDown()
-	case msgLeave:
+	case ctlLeave:
 		a.Leave(m.node)
 	}
 	return nil
@@ -397,7 +397,7 @@ type clusterNode struct {
 type cluster struct {
 	t    *testing.T
 	cfg  clusterConfig
-	rec  *recorder
+	rec  *callbackRecorder
 	logs *logRing
 
 	mu      sync.Mutex
@@ -409,7 +409,7 @@ func newCluster(t *testing.T, cfg clusterConfig) *cluster {
 	c := &cluster{
 		t:       t,
 		cfg:     cfg,
-		rec:     &recorder{},
+		rec:     &callbackRecorder{},
 		logs:    newLogRing(600),
 		proxies: make(map[[2]int]*tcpProxy),
 	}
@@ -799,7 +799,7 @@ func (c *cluster) states(idxs []int, name gen.Atom, extra ...string) []nodeState
 	return list
 }
 
-func describe(states []nodeState) string {
+func describeStates(states []nodeState) string {
 	parts := make([]string, 0, len(states))
 	for _, s := range states {
 		parts = append(parts, s.String())
@@ -814,17 +814,17 @@ func (c *cluster) agreedLeader(idxs []int, name gen.Atom) (int, uint64, bool, st
 	leader := -1
 	for _, s := range states {
 		if s.err != nil {
-			return -1, 0, false, describe(states)
+			return -1, 0, false, describeStates(states)
 		}
 		if s.state == "leader" {
 			if leader != -1 {
-				return -1, 0, false, describe(states)
+				return -1, 0, false, describeStates(states)
 			}
 			leader = s.idx
 		}
 	}
 	if leader == -1 {
-		return -1, 0, false, describe(states)
+		return -1, 0, false, describeStates(states)
 	}
 	leaderName := c.name(leader)
 	var term uint64
@@ -835,10 +835,10 @@ func (c *cluster) agreedLeader(idxs []int, name gen.Atom) (int, uint64, bool, st
 	}
 	for _, s := range states {
 		if s.leaderNode != leaderName || s.term != term {
-			return -1, 0, false, describe(states)
+			return -1, 0, false, describeStates(states)
 		}
 	}
-	return leader, term, true, describe(states)
+	return leader, term, true, describeStates(states)
 }
 
 // waitLeader polls until idxs agree on one leader and returns it and its
@@ -863,7 +863,7 @@ func (c *cluster) waitViews(idxs []int, name gen.Atom, size int, timeout time.Du
 		states := c.states(idxs, name)
 		for _, s := range states {
 			if s.err != nil || s.viewSize != size {
-				return false, describe(states)
+				return false, describeStates(states)
 			}
 		}
 		return true, ""
@@ -905,7 +905,7 @@ func holdFor(t testing.TB, d time.Duration, what string, cond func() (bool, stri
 }
 
 // others returns idxs without the excluded ones.
-func others(idxs []int, excluded ...int) []int {
+func without(idxs []int, excluded ...int) []int {
 	var list []int
 	for _, i := range idxs {
 		if slices.Contains(excluded, i) == false {
@@ -920,7 +920,7 @@ func others(idxs []int, excluded ...int) []int {
 
 // percentile returns the p-th percentile (0..100) of sorted durations, by
 // the nearest-rank method.
-func percentile(sorted []time.Duration, p float64) time.Duration {
+func durationPercentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
@@ -929,11 +929,11 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[rank-1]
 }
 
-func summarize(samples []time.Duration) string {
+func summarizeDurations(samples []time.Duration) string {
 	sorted := slices.Clone(samples)
 	slices.Sort(sorted)
 	return fmt.Sprintf("n=%d min=%s p50=%s p90=%s p99=%s max=%s",
-		len(sorted), sorted[0].Round(10*time.Microsecond), percentile(sorted, 50).Round(10*time.Microsecond),
-		percentile(sorted, 90).Round(10*time.Microsecond), percentile(sorted, 99).Round(10*time.Microsecond),
+		len(sorted), sorted[0].Round(10*time.Microsecond), durationPercentile(sorted, 50).Round(10*time.Microsecond),
+		durationPercentile(sorted, 90).Round(10*time.Microsecond), durationPercentile(sorted, 99).Round(10*time.Microsecond),
 		sorted[len(sorted)-1].Round(10*time.Microsecond))
 }

@@ -222,6 +222,11 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 		e.drop("withdrawn")
 		return true
 	}
+	if hb, ok := message.(msgHeartbeat); ok && hb.Leader != from {
+		// malformed: a leader only ever speaks for itself
+		e.drop("leader_mismatch")
+		return true
+	}
 
 	m := e.heard(from, nameOf(message))
 	if h.term > e.term {
@@ -384,10 +389,6 @@ func (e *election) handleVoteReply(m *member, reply msgVoteReply) {
 }
 
 func (e *election) handleHeartbeat(m *member, hb msgHeartbeat) {
-	if hb.Leader != m.pid {
-		e.drop("leader_mismatch")
-		return
-	}
 	ack := msgHeartbeatAck{ClusterID: e.cfg.clusterID, Term: e.term}
 	if hb.Term < e.term {
 		// answered, so that the stale leader learns the real term and stands down

@@ -62,9 +62,12 @@ type leadership struct {
 // cutOff is when a leader lost the links to a quorum of a view of a given
 // size. A view that shrinks (ghosts expiring) lowers the quorum and may give
 // the leader a quorum again, so the clock restarts with the quorum.
+// A member that becomes reachable (a restarted pod, say) brings fresh
+// evidence, so it restarts the clock too.
 type cutOff struct {
 	since  time.Time
 	quorum int
+	reach  map[gen.Atom]bool
 }
 
 type callbackRecord struct {
@@ -251,20 +254,26 @@ func (c *checker) checkMajoritySide(b *simActor) {
 func (c *checker) checkCutOff(b *simActor) {
 	e := b.state
 	self := b.PID().Node
-	reachable := 1
+	reach := make(map[gen.Atom]bool)
 	for node := range e.members {
 		n := c.s.nodes[node]
 		if n != nil && n.alive && c.s.link(node, self) == linkUp && c.s.link(self, node) == linkUp {
-			reachable++
+			reach[node] = true
 		}
 	}
-	if reachable >= e.quorum() {
+	if 1+len(reach) >= e.quorum() {
 		delete(c.cutSince, b.inc)
 		return
 	}
 	cut, ok := c.cutSince[b.inc]
-	if ok == false || cut.quorum != e.quorum() {
-		c.cutSince[b.inc] = cutOff{since: c.s.now, quorum: e.quorum()}
+	gained := false
+	for node := range reach {
+		if cut.reach[node] == false {
+			gained = true
+		}
+	}
+	if ok == false || cut.quorum != e.quorum() || gained {
+		c.cutSince[b.inc] = cutOff{since: c.s.now, quorum: e.quorum(), reach: reach}
 		bound := e.cfg.electionTimeoutMin + e.cfg.heartbeatInterval + c.s.net.maxDelay + time.Millisecond
 		// make sure an event happens at the deadline, so a leader that
 		// never steps down is caught even if nothing else is scheduled

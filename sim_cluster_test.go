@@ -155,7 +155,13 @@ func (c *simCluster) stop(name gen.Atom) {
 	if p != nil {
 		p.push(p.mailbox.Urgent, gen.MailboxMessageTypeExit, p.Parent(), gen.MessageExitPID{PID: p.Parent(), Reason: gen.TerminateReasonShutdown})
 	}
-	c.sim.after(time.Millisecond, "", func() { c.sim.crash(name) })
+	creation := c.sim.nodes[name].creation
+	c.sim.after(time.Millisecond, "", func() {
+		// the node may have been restarted meanwhile: stop only this one
+		if n := c.sim.nodes[name]; n != nil && n.creation == creation {
+			c.sim.crash(name)
+		}
+	})
 }
 
 // retire removes a name from discovery, as when a pod is replaced.

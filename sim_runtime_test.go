@@ -457,6 +457,18 @@ type simProcess struct {
 	state    gen.ProcessState
 	kind     gen.ProcessKind
 	log      simLog
+	paused   bool // a stall: messages queue up, nothing runs
+}
+
+// pause stops the process from running for d, as a long GC pause or a
+// blocked callback would; then it drains everything that queued up.
+func (p *simProcess) pause(d time.Duration) {
+	p.paused = true
+	p.sim.note("STALL %s for %s", p.pid.Node, d)
+	p.sim.after(d, "RESUME "+string(p.pid.Node), func() {
+		p.paused = false
+		p.run()
+	})
 }
 
 func (s *simulator) spawn(n *simNode, name gen.Atom, behavior gen.ProcessBehavior) (*simProcess, error) {
@@ -493,6 +505,13 @@ func (p *simProcess) push(queue lib.QueueMPSC, kind gen.MailboxMessageType, from
 	m := gen.TakeMailboxMessage()
 	m.Type, m.From, m.Message = kind, from, message
 	queue.Push(m)
+	p.run()
+}
+
+func (p *simProcess) run() {
+	if p.paused || p.state == gen.ProcessStateTerminated {
+		return
+	}
 	p.state = gen.ProcessStateRunning
 	reason := p.behavior.ProcessRun()
 	if reason == nil {

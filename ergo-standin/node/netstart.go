@@ -2,8 +2,11 @@ package node
 
 import "ergo.services/ergo/internal/netstack"
 
-// startStack starts the network layer (temporary local-only stand-in until
-// netstack.Start exists).
+// startStack starts the network layer; a variable so tests can swap it.
 var startStack = func(opts netstack.Options) (stack, error) {
-	return disabledNetwork{}, nil
+	s, err := netstack.Start(opts)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }

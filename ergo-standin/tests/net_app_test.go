@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -8,7 +9,10 @@ import (
 
 	"ergo.services/ergo/app"
 	"ergo.services/ergo/gen"
+	"go.uber.org/goleak"
 )
+
+func goleakOpts() []goleak.Option { return []goleak.Option{goleak.IgnoreCurrent()} }
 
 // AppMsg is registered by the application spec, not by the test.
 type AppMsg struct{ Value string }
@@ -84,4 +88,25 @@ func BenchmarkRemoteSend(b *testing.B) {
 	eventually(b, "all delivered", func() bool { return count.Load() == int64(b.N)+1 })
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msg/s")
+}
+
+func TestNetworkStopLeavesNoGoroutines(t *testing.T) {
+	before := goleakOpts()
+	a := netNode(t, "leak-a", testCookie)
+	b := netNode(t, "leak-b", testCookie)
+	routes(t, a, b)
+	outB := make(chan any, 10)
+	pb, _ := b.SpawnRegister("pb", newProbe(outB), gen.ProcessOptions{})
+	_, out := watch(t, a, pb)
+	if err := a.Send(pb, Ping{N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, outB)
+	b.Stop()
+	m := recv(t, out).(gen.MessageDownPID)
+	if !errors.Is(m.Reason, gen.TerminateReasonShutdown) && !errors.Is(m.Reason, gen.ErrNoConnection) {
+		t.Fatalf("graceful stop reason %v", m.Reason)
+	}
+	a.Stop()
+	goleak.VerifyNone(t, before...)
 }

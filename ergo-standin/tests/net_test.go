@@ -174,11 +174,11 @@ func TestRemoteExitReason(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		switch m := recv(t, out).(type) {
 		case gen.MessageDownPID:
-			if m.PID != pb || m.Reason.Error() != custom.Error() {
+			if m.PID != pb || !errors.Is(m.Reason, custom) {
 				t.Fatalf("down pid %#v", m)
 			}
 		case gen.MessageDownProcessID:
-			if m.Reason.Error() != custom.Error() {
+			if !errors.Is(m.Reason, custom) {
 				t.Fatalf("down name %#v", m)
 			}
 		default:

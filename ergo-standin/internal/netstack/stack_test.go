@@ -285,7 +285,7 @@ func TestSimultaneousConnectRule(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- large.SendFrame(small.name, Frame{Kind: FrameSend, Message: "from large"}) }()
 	eventually(t, "the smaller node to refuse the larger's dial", func() bool {
-		return small.log.has("simultaneous connect with " + string(large.name))
+		return small.log.has("simultaneous connect with " + large.name.String())
 	})
 	select {
 	case err := <-errc:

@@ -138,9 +138,13 @@ func (r *Registrar) loop(ready chan struct{}) {
 		}
 	}
 	warnedTaken := false
+	failover := false // a server we were registered with went away
 	for !r.stopped() {
 		if srv := listen(r.cfg.ServerPort); srv != nil {
 			srv.entries[r.cfg.Name] = &entry{port: r.cfg.Port}
+			if failover {
+				srv.graceUntil = time.Now().Add(time.Second)
+			}
 			r.mu.Lock()
 			if r.stopped() {
 				r.mu.Unlock()
@@ -162,6 +166,7 @@ func (r *Registrar) loop(ready chan struct{}) {
 			signal()
 			warnedTaken = false
 			r.waitLink() // until the server goes away or Stop
+			failover = true
 			// Spread the re-bind race a little so one client wins quickly.
 			if !r.sleep(time.Duration(rand.IntN(20)) * time.Millisecond) {
 				return
@@ -253,21 +258,21 @@ func (r *Registrar) Resolve(name string) (uint16, error) {
 	return query(host, r.cfg.ServerPort, name)
 }
 
-// query asks the registrar on host over UDP, retrying a lost datagram.
+// query asks the registrar on host over UDP. It retries for a short while
+// when nobody answers: a lost datagram, or a server being re-elected.
 func query(host string, port uint16, name string) (uint16, error) {
 	if isLocal(host) {
 		host = "127.0.0.1"
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(int(port)))
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
 		port, err := queryOnce(addr, name)
-		if err == nil || errors.Is(err, ErrNotFound) {
+		if err == nil || errors.Is(err, ErrNotFound) || time.Now().After(deadline) {
 			return port, err
 		}
-		lastErr = err
+		time.Sleep(50 * time.Millisecond)
 	}
-	return 0, lastErr
 }
 
 func queryOnce(addr, name string) (uint16, error) {
@@ -276,7 +281,8 @@ func queryOnce(addr, name string) (uint16, error) {
 		return 0, err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	// long enough for a server in its failover grace period to answer
+	c.SetDeadline(time.Now().Add(1500 * time.Millisecond))
 	if _, err := c.Write([]byte("RES " + name)); err != nil {
 		return 0, err
 	}

@@ -24,7 +24,11 @@ type server struct {
 	conns   map[net.Conn]struct{}
 	udp     net.PacketConn
 	closed  bool
-	wg      sync.WaitGroup
+	changed chan struct{} // closed and replaced on every registration
+	// graceUntil: a server elected after the previous one died holds back
+	// "not found" answers until then, while the other nodes re-register.
+	graceUntil time.Time
+	wg         sync.WaitGroup
 }
 
 // listen binds the TCP registration port; nil when it is taken.
@@ -33,17 +37,31 @@ func listen(port uint16) *server {
 	if err != nil {
 		return nil
 	}
-	return &server{ln: ln, port: port, entries: map[string]*entry{}, conns: map[net.Conn]struct{}{}}
+	return &server{ln: ln, port: port, entries: map[string]*entry{}, conns: map[net.Conn]struct{}{},
+		changed: make(chan struct{})}
 }
 
+// lookup finds a registration; during the grace period after a failover it
+// waits for the name to re-register before answering "not found".
 func (s *server) lookup(name string) (uint16, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.entries[name]
-	if !ok {
-		return 0, false
+	for {
+		s.mu.Lock()
+		e, ok := s.entries[name]
+		ch, wait, closed := s.changed, time.Until(s.graceUntil), s.closed
+		s.mu.Unlock()
+		if ok {
+			return e.port, true
+		}
+		if wait <= 0 || closed {
+			return 0, false
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
 	}
-	return e.port, true
 }
 
 // run serves until stop is closed, then closes everything it opened.
@@ -63,6 +81,7 @@ func (s *server) close() {
 		return
 	}
 	s.closed = true
+	close(s.changed)
 	// UDP first, so a client that wins the TCP port can bind UDP too.
 	if s.udp != nil {
 		s.udp.Close()
@@ -127,6 +146,8 @@ func (s *server) serveClient(c net.Conn) {
 	}
 	name = f[1]
 	s.entries[name] = &entry{port: uint16(port), conn: c}
+	close(s.changed)
+	s.changed = make(chan struct{})
 	s.mu.Unlock()
 	if _, err := c.Write([]byte("OK\n")); err != nil {
 		return
@@ -201,13 +222,25 @@ func (s *server) udpLoop(stop chan struct{}, logf func(string, ...any)) {
 			continue
 		}
 		f := strings.Fields(string(buf[:n]))
-		reply := "NONE"
-		if len(f) == 2 && f[0] == "RES" {
-			if port, ok := s.lookup(f[1]); ok {
+		if len(f) != 2 || f[0] != "RES" {
+			continue
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		// answered in a goroutine: a lookup may wait out the grace period
+		go func(name string, addr net.Addr) {
+			defer s.wg.Done()
+			reply := "NONE"
+			if port, ok := s.lookup(name); ok {
 				reply = "PORT " + strconv.Itoa(int(port))
 			}
-		}
-		pc.WriteTo([]byte(reply), addr)
+			pc.WriteTo([]byte(reply), addr)
+		}(f[1], addr)
 	}
 }
 

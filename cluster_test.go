@@ -1,0 +1,542 @@
+package leader
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/require"
+)
+
+// Cluster tests: the contract of the documentation exercised on real nodes
+// over TCP, with real network faults injected by the proxies between them.
+
+// ciSlack absorbs scheduling delays on a loaded CI box running -race; it is
+// added to every bound derived from the protocol timings.
+const ciSlack = 750 * time.Millisecond
+
+// droppedCount reads one reason out of ergo:dropped_by_reason.
+func droppedCount(raw map[string]string, reason string) int {
+	for _, part := range strings.Split(raw["ergo:dropped_by_reason"], ",") {
+		name, value, ok := strings.Cut(part, "=")
+		if ok && name == reason {
+			n, _ := strconv.Atoi(value)
+			return n
+		}
+	}
+	return 0
+}
+
+// How It Works / What It Guarantees: nodes that start in any order and find
+// each other through a discovery loop elect exactly one leader, and every
+// node agrees on it and on its term.
+func TestClusterElectsOneLeaderAfterRandomStart(t *testing.T) {
+	for _, size := range []int{3, 5} {
+		t.Run(fmt.Sprintf("%d nodes", size), func(t *testing.T) {
+			c := newCluster(t, clusterConfig{})
+			idxs := c.addNodes(size)
+			options := clusterFastTimings.options("elect", 0)
+			// Spawn in a random order, spread over up to one election
+			// timeout each: early nodes Join peers that do not exist yet and
+			// must keep looking.
+			for _, k := range rand.Perm(size) {
+				c.mustSpawn(idxs[k], actorSpec{options: options})
+				time.Sleep(time.Duration(rand.IntN(clusterFastTimings.max)) * time.Millisecond)
+			}
+
+			leader, term := c.waitLeader(idxs, mainActor, convergeTimeout)
+			c.waitViews(idxs, mainActor, size, convergeTimeout)
+			leaderName := c.name(leader)
+			t.Logf("leader %s at term %d", leaderName, term)
+
+			// The callbacks agree with what Inspect says.
+			won := c.rec.find(func(e callbackEvent) bool { return e.kind == eventLeader && e.term == term })
+			require.Len(t, won, 1, "exactly one BecomeLeader for term %d", term)
+			require.Equal(t, leaderName, won[0].node)
+			for _, i := range without(idxs, leader) {
+				follows := c.rec.find(func(e callbackEvent) bool {
+					return e.kind == eventFollower && e.node == c.name(i) && e.leader.Node == leaderName && e.term == term
+				})
+				require.NotEmpty(t, follows, "%s must have reported HandleBecomeFollower(%s) at term %d", c.name(i), leaderName, term)
+			}
+		})
+	}
+}
+
+// What It Guarantees / a leader that stops: after the leader's node stops,
+// abruptly or gracefully, the survivors elect a new leader within a bound;
+// the old leader's HandleBecomeFollower runs before its node is gone or not
+// at all, and no term ever has two leaders (checked by the callbackRecorder).
+func TestClusterLeaderNodeStops(t *testing.T) {
+	for _, graceful := range []bool{false, true} {
+		name := "StopForce"
+		if graceful {
+			name = "Stop"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t, clusterConfig{})
+			idxs := c.addNodes(3)
+			c.spawnAll(idxs, clusterFastTimings.options("stop", 0), protocolSwitches{})
+			old, oldTerm := c.waitLeader(idxs, mainActor, convergeTimeout)
+			oldPID := c.pid(old, mainActor)
+
+			stopAt := time.Now()
+			c.stopNode(old, graceful)
+			stopped := time.Now()
+
+			survivors := without(idxs, old)
+			leader, term := c.waitLeader(survivors, mainActor, convergeTimeout)
+			require.Greater(t, term, oldTerm)
+
+			elected, ok := c.rec.firstAfter(eventLeader, "stop", "", stopAt)
+			require.True(t, ok)
+			failover := elected.at.Sub(stopAt)
+			t.Logf("%s: %s led term %d; %s leads term %d, elected %s after the stop began (the stop took %s)",
+				name, c.name(old), oldTerm, c.name(leader), term, failover.Round(time.Millisecond), stopped.Sub(stopAt).Round(time.Millisecond))
+			bound := clusterFastTimings.electionMax()*3 + ciSlack
+			require.Less(t, failover, bound, "a new leader must be elected within %s", bound)
+
+			// Nothing of the old actor runs once its node is stopped.
+			var demoted []callbackEvent
+			for _, e := range c.rec.find(func(e callbackEvent) bool { return e.pid == oldPID }) {
+				require.True(t, e.at.Before(stopped), "callback of the stopped leader after its node stopped: %s", e)
+				if e.kind == eventFollower && e.at.Before(stopAt) == false {
+					demoted = append(demoted, e)
+				}
+			}
+			if graceful {
+				// A graceful stop hands leadership over first, which reports
+				// the end of leadership with no leader known.
+				require.Len(t, demoted, 1, "a leader stopped gracefully must run HandleBecomeFollower once")
+				require.Equal(t, gen.PID{}, demoted[0].leader)
+			}
+		})
+	}
+}
+
+// Partitions and Healing, the walkthrough: five nodes, leader A. Split
+// {A,B,C} | {D,E}: A keeps leading at the same term and D, E elect nobody,
+// their views staying at five. Heal: one leader, the same one. Then the
+// split that leaves the leader on the minority side: it steps down within
+// one election timeout (plus a heartbeat) and the majority elects. Heal:
+// one leader, views back to five everywhere.
+func TestClusterPartitionWalkthrough(t *testing.T) {
+	tm := clusterFastTimings
+	tm.ghost = 60000 // the walkthrough's views stay at five: no ghost expires during it
+	c := newCluster(t, clusterConfig{})
+	all := c.addNodes(5)
+	c.spawnAll(all, tm.options("walkthrough", 3), protocolSwitches{})
+	a, term := c.waitLeader(all, mainActor, convergeTimeout)
+	c.waitViews(all, mainActor, 5, convergeTimeout)
+
+	rest := without(all, a)
+	rand.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	majority := []int{a, rest[0], rest[1]}
+	minority := []int{rest[2], rest[3]}
+	t.Logf("leader %s at term %d; split %v | %v", c.name(a), term, majority, minority)
+
+	splitAt := time.Now()
+	c.partition(majority, minority)
+	holdFor(t, 10*tm.electionMax(), "A leading at the same term, the minority leaderless with views of five", func() (bool, string) {
+		states := c.states(all, mainActor)
+		for _, s := range states {
+			switch {
+			case s.err != nil:
+				return false, describeStates(states)
+			case s.idx == a && (s.state != "leader" || s.term != term):
+				return false, describeStates(states)
+			case slices.Contains(minority, s.idx) && s.state == "leader":
+				return false, describeStates(states)
+			case s.viewSize != 5:
+				return false, describeStates(states)
+			}
+		}
+		return true, ""
+	})
+	require.Empty(t, c.rec.leadersSince("walkthrough", splitAt), "nobody may win an election during the split")
+
+	c.healAll()
+	leader, after := c.waitLeader(all, mainActor, convergeTimeout)
+	c.waitViews(all, mainActor, 5, convergeTimeout)
+	require.Equal(t, a, leader, "nobody outranked A, so D and E follow it again")
+	require.Equal(t, term, after)
+
+	// The leader on the wrong side.
+	x := rest[rand.IntN(len(rest))]
+	small := []int{a, x}
+	large := without(all, a, x)
+	t.Logf("split %v | %v with the leader on the minority side", small, large)
+	splitAt = time.Now()
+	c.partition(small, large)
+
+	var stepDown callbackEvent
+	waitFor(t, convergeTimeout, "the isolated leader to step down", func() (bool, string) {
+		var ok bool
+		stepDown, ok = c.rec.firstAfter(eventFollower, "walkthrough", c.name(a), splitAt)
+		return ok, c.stateOf(a, mainActor).String()
+	})
+	latency := stepDown.at.Sub(splitAt)
+	bound := tm.electionMin() + tm.heartbeat() + ciSlack
+	t.Logf("the isolated leader stepped down %s after the split (bound %s)", latency.Round(time.Millisecond), bound)
+	require.Less(t, latency, bound)
+
+	newLeader, newTerm := c.waitLeader(large, mainActor, convergeTimeout)
+	require.Greater(t, newTerm, term)
+	for _, s := range c.states(small, mainActor) {
+		require.NotEqual(t, "leader", s.state, "the minority side must not lead: %s", s)
+	}
+
+	c.healAll()
+	final, finalTerm := c.waitLeader(all, mainActor, convergeTimeout)
+	c.waitViews(all, mainActor, 5, convergeTimeout)
+	t.Logf("majority elected %s at term %d; after healing %s leads term %d", c.name(newLeader), newTerm, c.name(final), finalTerm)
+	require.GreaterOrEqual(t, finalTerm, newTerm)
+}
+
+// Set MinClusterSize / No leader below the floor: two nodes with the default
+// floor of three never elect; a third joins and they elect; one is removed
+// for real and the leader steps down to unclustered.
+func TestClusterMinClusterSize(t *testing.T) {
+	for _, removal := range []string{"process killed", "node gone and Leave"} {
+		t.Run(removal, func(t *testing.T) {
+			tm := clusterFastTimings
+			tm.ghost = 60000 // only a real removal may shrink the view here
+			c := newCluster(t, clusterConfig{})
+			all := c.addNodes(3)
+			options := tm.options("floor", 0) // the default floor, 3
+			c.setListed(all[2], false)
+			c.mustSpawn(all[0], actorSpec{options: options})
+			c.mustSpawn(all[1], actorSpec{options: options})
+
+			pair := all[:2]
+			waitFor(t, convergeTimeout, "two nodes unclustered with views of two", func() (bool, string) {
+				states := c.states(pair, mainActor)
+				for _, s := range states {
+					if s.err != nil || s.state != "unclustered" || s.viewSize != 2 {
+						return false, describeStates(states)
+					}
+				}
+				return true, ""
+			})
+			holdFor(t, 5*tm.electionMax(), "two nodes staying unclustered", func() (bool, string) {
+				states := c.states(pair, mainActor, "ergo:election_timer_armed")
+				for _, s := range states {
+					if s.err != nil || s.state != "unclustered" || s.raw["ergo:election_timer_armed"] != "false" {
+						return false, describeStates(states)
+					}
+				}
+				return true, ""
+			})
+			require.Empty(t, c.rec.leadersSince("floor", time.Time{}))
+
+			c.setListed(all[2], true)
+			c.mustSpawn(all[2], actorSpec{options: options})
+			leader, term := c.waitLeader(all, mainActor, convergeTimeout)
+
+			// Remove a follower for real; the leader loses its floor.
+			gone := without(all, leader)[rand.IntN(2)]
+			survivors := without(all, gone)
+			c.setListed(gone, false)
+			removedAt := time.Now()
+			switch removal {
+			case "process killed":
+				require.NoError(t, c.n(gone).node.SendExit(c.pid(gone, mainActor), errors.New("decommissioned")))
+			default:
+				c.stopNode(gone, false)
+				for _, i := range survivors {
+					c.send(i, mainActor, ctlLeave{node: c.name(gone)})
+				}
+			}
+			waitFor(t, convergeTimeout, "the survivors unclustered with views of two", func() (bool, string) {
+				states := c.states(survivors, mainActor)
+				for _, s := range states {
+					if s.err != nil || s.state != "unclustered" || s.viewSize != 2 {
+						return false, describeStates(states)
+					}
+				}
+				return true, ""
+			})
+			took := time.Since(removedAt)
+			require.Less(t, took, tm.ghostTTL()/2, "a real removal shrinks the view at once, not after GhostTTL")
+			_, ok := c.rec.firstAfter(eventFollower, "floor", c.name(leader), removedAt)
+			require.True(t, ok, "the leader of term %d must run HandleBecomeFollower when it drops below the floor", term)
+			require.Empty(t, c.rec.leadersSince("floor", removedAt.Add(time.Nanosecond)))
+		})
+	}
+}
+
+// Membership / GhostTTL: a member whose connection dropped stays counted,
+// listed in ergo:unreachable, until GhostTTL, and only then leaves the view.
+func TestClusterGhostTTL(t *testing.T) {
+	for _, how := range []string{"link cut", "node StopForce"} {
+		t.Run(how, func(t *testing.T) {
+			tm := clusterFastTimings
+			tm.ghost = 1500
+			c := newCluster(t, clusterConfig{})
+			all := c.addNodes(4)
+			c.spawnAll(all, tm.options("ghost", 3), protocolSwitches{})
+			leader, _ := c.waitLeader(all, mainActor, convergeTimeout)
+			c.waitViews(all, mainActor, 4, convergeTimeout)
+
+			gone := without(all, leader)[rand.IntN(3)]
+			goneName := string(c.name(gone))
+			survivors := without(all, gone)
+			// Discovery stops listing it, otherwise it would Join it back.
+			c.setListed(gone, false)
+
+			lostAt := time.Now()
+			if how == "link cut" {
+				c.partition(survivors, []int{gone})
+			} else {
+				c.stopNode(gone, false)
+			}
+
+			shrunk := make(map[int]time.Duration)
+			seenGhost := make(map[int]bool)
+			waitFor(t, tm.ghostTTL()+convergeTimeout, "the ghost to leave every view", func() (bool, string) {
+				states := c.states(survivors, mainActor, "ergo:unreachable")
+				for _, s := range states {
+					if s.err != nil {
+						return false, describeStates(states)
+					}
+					if _, done := shrunk[s.idx]; done {
+						continue
+					}
+					switch s.viewSize {
+					case 4:
+						if strings.Contains(s.raw["ergo:unreachable"], goneName) {
+							seenGhost[s.idx] = true
+						}
+					case 3:
+						shrunk[s.idx] = time.Since(lostAt)
+					default:
+						t.Fatalf("unexpected view: %s", s)
+					}
+				}
+				return len(shrunk) == len(survivors), describeStates(states)
+			})
+			for _, i := range survivors {
+				t.Logf("%s dropped the ghost %s after the loss", c.name(i), shrunk[i].Round(time.Millisecond))
+				require.True(t, seenGhost[i], "%s must have listed the lost member in ergo:unreachable while counting it", c.name(i))
+				require.GreaterOrEqual(t, shrunk[i], tm.ghostTTL(), "the view may not shrink before GhostTTL")
+				require.Less(t, shrunk[i], tm.ghostTTL()+ciSlack+time.Second)
+			}
+			// Three of three still qualify: the cluster keeps one leader.
+			c.waitLeader(survivors, mainActor, convergeTimeout)
+		})
+	}
+}
+
+// Membership / Leave: a withdrawal shrinks the view at once, and traffic
+// from the withdrawn node arriving inside the sticky window is dropped
+// (counted as withdrawn) instead of re-admitting it.
+func TestClusterLeaveIsImmediateAndSticky(t *testing.T) {
+	// A long window (ElectionTimeoutMax) to observe, and a GhostTTL that
+	// cannot be what shrinks the view.
+	tm := clusterTimings{min: 300, max: 900, hb: 30, ghost: 60000}
+	c := newCluster(t, clusterConfig{})
+	all := c.addNodes(4)
+	c.spawnAll(all, tm.options("leave", 3), protocolSwitches{})
+	// The withdrawn node is the leader: it keeps sending heartbeats, which
+	// is the traffic that must not re-admit it.
+	gone, _ := c.waitLeader(all, mainActor, convergeTimeout)
+	c.waitViews(all, mainActor, 4, convergeTimeout)
+	survivors := without(all, gone)
+
+	c.setListed(gone, false)
+	leftAt := time.Now()
+	for _, i := range survivors {
+		c.send(i, mainActor, ctlLeave{node: c.name(gone)})
+	}
+	c.waitViews(survivors, mainActor, 3, convergeTimeout)
+	applied := time.Since(leftAt)
+	t.Logf("Leave applied on every survivor within %s", applied.Round(time.Millisecond))
+	windowEnd := leftAt.Add(tm.electionMax())
+	require.True(t, time.Now().Before(leftAt.Add(tm.electionMax()/2)),
+		"Leave took %s to apply, too long to observe the sticky window of %s", applied, tm.electionMax())
+
+	holdFor(t, time.Until(windowEnd)-20*time.Millisecond, "views of three inside the sticky window", func() (bool, string) {
+		states := c.states(survivors, mainActor)
+		for _, s := range states {
+			if s.err != nil || s.viewSize != 3 {
+				return false, describeStates(states)
+			}
+		}
+		return true, ""
+	})
+	// The node really goes away now, so that it cannot come back by talking
+	// once the window is over.
+	c.stopNode(gone, false)
+
+	withdrawn := 0
+	for _, i := range survivors {
+		raw, err := c.inspect(i, mainActor, "ergo:dropped_by_reason")
+		require.NoError(t, err)
+		withdrawn += droppedCount(raw, "withdrawn")
+	}
+	t.Logf("messages from the withdrawn node dropped inside the window: %d", withdrawn)
+	require.Positive(t, withdrawn, "the withdrawn leader's heartbeats must be dropped as withdrawn")
+	c.waitLeader(survivors, mainActor, convergeTimeout)
+}
+
+// Configuration / ClusterID: two clusters on the same nodes elect
+// independently, and each drops the other's messages as cluster_mismatch.
+func TestClusterTwoClusterIDsAreIndependent(t *testing.T) {
+	const alpha, beta = gen.Atom("alpha"), gen.Atom("beta")
+	c := newCluster(t, clusterConfig{})
+	all := c.addNodes(4)
+	alphaNodes := all[:3]
+	alphaOptions := clusterFastTimings.options("alpha", 3)
+	betaOptions := clusterFastTimings.options("beta", 3)
+
+	// alpha runs on three nodes.
+	for _, i := range alphaNodes {
+		self := i
+		c.mustSpawn(i, actorSpec{name: alpha, options: alphaOptions, discover: func() []gen.ProcessID {
+			var peers []gen.ProcessID
+			for _, j := range alphaNodes {
+				if j != self {
+					peers = append(peers, gen.ProcessID{Name: alpha, Node: c.name(j)})
+				}
+			}
+			return peers
+		}})
+	}
+	alphaLeader, alphaTerm := c.waitLeader(alphaNodes, alpha, convergeTimeout)
+
+	// A beta actor on the fourth node that Joins the alpha actors' names:
+	// its probes and pre-votes land on alpha actors.
+	c.mustSpawn(all[3], actorSpec{name: beta, options: betaOptions, discover: func() []gen.ProcessID {
+		var peers []gen.ProcessID
+		for _, j := range alphaNodes {
+			peers = append(peers, gen.ProcessID{Name: alpha, Node: c.name(j)})
+		}
+		for _, j := range alphaNodes {
+			peers = append(peers, gen.ProcessID{Name: beta, Node: c.name(j)})
+		}
+		return peers
+	}})
+	waitFor(t, convergeTimeout, "alpha to drop beta's messages as cluster_mismatch", func() (bool, string) {
+		total := 0
+		for _, i := range alphaNodes {
+			raw, err := c.inspect(i, alpha, "ergo:dropped_by_reason")
+			if err != nil {
+				return false, err.Error()
+			}
+			total += droppedCount(raw, "cluster_mismatch")
+		}
+		return total > 0, fmt.Sprintf("cluster_mismatch=%d", total)
+	})
+
+	// The rest of beta: the fourth node's beta actor learns their PIDs and
+	// beta converges on four nodes.
+	for _, i := range alphaNodes {
+		c.mustSpawn(i, actorSpec{name: beta, options: betaOptions})
+	}
+	betaLeader, betaTerm := c.waitLeader(all, beta, convergeTimeout)
+	c.waitViews(all, beta, 4, convergeTimeout)
+	t.Logf("alpha: %s at term %d; beta: %s at term %d", c.name(alphaLeader), alphaTerm, c.name(betaLeader), betaTerm)
+
+	// alpha was not disturbed, and beta's traffic did not make the fourth
+	// node an alpha member.
+	leader, term := c.waitLeader(alphaNodes, alpha, convergeTimeout)
+	require.Equal(t, alphaLeader, leader)
+	require.Equal(t, alphaTerm, term)
+	c.waitViews(alphaNodes, alpha, 3, convergeTimeout)
+	for _, i := range all {
+		raw, err := c.inspect(i, beta, "ergo:cluster")
+		require.NoError(t, err)
+		require.Equal(t, "beta", raw["ergo:cluster"])
+	}
+
+	// alpha's leader steps down: alpha elects again, beta does not notice.
+	result := make(chan error, 1)
+	c.send(alphaLeader, alpha, ctlStepDown{result: result})
+	require.NoError(t, <-result)
+	_, alphaNext := c.waitLeader(alphaNodes, alpha, convergeTimeout)
+	require.Greater(t, alphaNext, alphaTerm)
+	leader, term = c.waitLeader(all, beta, convergeTimeout)
+	require.Equal(t, betaLeader, leader)
+	require.Equal(t, betaTerm, term)
+}
+
+// Leadership Safety / HandleConfirmLeader: while it denies, nobody leads,
+// ergo:confirm_denied grows and ergo:confirm_backoff is set; once it allows,
+// leadership appears.
+func TestClusterConfirmLeaderDenial(t *testing.T) {
+	c := newCluster(t, clusterConfig{})
+	all := c.addNodes(3)
+	var allow atomic.Bool
+	options := clusterFastTimings.options("confirm", 3)
+	for _, i := range all {
+		c.mustSpawn(i, actorSpec{options: options, confirm: func() (bool, error) {
+			if allow.Load() {
+				return true, nil
+			}
+			return false, nil
+		}})
+	}
+
+	keys := []string{"ergo:confirm_denied", "ergo:confirm_backoff", "ergo:last_denied_at"}
+	denied := func() (int, bool, string) {
+		total, backoff := 0, false
+		states := c.states(all, mainActor, keys...)
+		for _, s := range states {
+			if s.err != nil {
+				return 0, false, describeStates(states)
+			}
+			if s.state == "leader" {
+				t.Fatalf("a node leads while HandleConfirmLeader denies: %s", describeStates(states))
+			}
+			n, _ := strconv.Atoi(s.raw["ergo:confirm_denied"])
+			total += n
+			if n > 0 && s.raw["ergo:confirm_backoff"] != "never" && s.raw["ergo:last_denied_at"] != "never" {
+				backoff = true
+			}
+		}
+		return total, backoff, describeStates(states)
+	}
+	waitFor(t, convergeTimeout, "denials to accumulate with a backoff set", func() (bool, string) {
+		total, backoff, desc := denied()
+		return total >= 3 && backoff, fmt.Sprintf("denied=%d backoff=%v %s", total, backoff, desc)
+	})
+	first, _, _ := denied()
+	waitFor(t, convergeTimeout, "denials to keep growing", func() (bool, string) {
+		total, _, desc := denied()
+		return total > first, fmt.Sprintf("denied=%d (was %d) %s", total, first, desc)
+	})
+	require.Empty(t, c.rec.leadersSince("confirm", time.Time{}), "HandleBecomeLeader must not run while denied")
+
+	allowedAt := time.Now()
+	allow.Store(true)
+	leader, term := c.waitLeader(all, mainActor, convergeTimeout)
+	t.Logf("%s leads term %d, %s after allowing", c.name(leader), term, time.Since(allowedAt).Round(time.Millisecond))
+	won := c.rec.leadersSince("confirm", time.Time{})
+	require.NotEmpty(t, won)
+	for _, e := range won {
+		require.False(t, e.at.Before(allowedAt), "leadership published before it was allowed: %s", e)
+	}
+}
+
+// Register the wire types: without leader.NetworkTypes() on the node the
+// actor refuses to start, and says what to do.
+func TestClusterUnregisteredTypesRefuseToStart(t *testing.T) {
+	c := newCluster(t, clusterConfig{unregistered: true})
+	i := c.addNode()
+	_, err := c.spawn(i, actorSpec{options: clusterFastTimings.options("unregistered", 3)})
+	require.Error(t, err)
+	if errors.Is(err, ErrNotRegistered) == false {
+		require.Contains(t, err.Error(), "leader.NetworkTypes", "the error must name the fix: %v", err)
+	} else {
+		require.Contains(t, err.Error(), "leader.NetworkTypes")
+	}
+	_, lookup := c.n(i).node.ProcessPID(mainActor)
+	require.Error(t, lookup, "the actor must not be running")
+}

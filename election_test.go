@@ -1,0 +1,238 @@
+package leader
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCampaignPreVoteThenVote(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	out := h.expireElection()
+	assert.Equal(t, uint64(0), h.e.term, "a pre-vote must not change the term")
+	assert.Len(t, sentTo[msgPreVote](out, "b"), 1)
+	assert.Len(t, sentTo[msgPreVote](out, "c"), 1)
+	assert.Equal(t, roleFollower, h.e.role)
+
+	out = h.recv("b", msgPreVoteReply{ClusterID: "c", Term: 0, Granted: true})
+	assert.Equal(t, uint64(1), h.e.term)
+	assert.Equal(t, roleCandidate, h.e.role)
+	assert.Equal(t, pid("a"), h.e.votedFor)
+	assert.Len(t, sentTo[msgVote](out, "c"), 1, "vote requests go to everyone declared")
+
+	h.recv("c", msgVoteReply{ClusterID: "c", Term: 1, Granted: true})
+	assert.True(t, h.e.confirming)
+	h.e.confirmResult(h.now, true, nil)
+	assert.Equal(t, roleLeader, h.e.role)
+	h.e.takeEffects()
+	h.e.published(h.now)
+	out = h.e.takeEffects()
+	assert.Len(t, sentTo[msgHeartbeat](out, "b"), 1, "heartbeats start once published")
+	assert.Len(t, sentTo[msgHeartbeat](out, "c"), 1)
+}
+
+func TestHigherTermAlwaysWinsAndStepsLeaderDown(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.becomeLeader("b")
+	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: 7})
+	assert.Equal(t, uint64(7), h.e.term)
+	assert.Equal(t, roleFollower, h.e.role)
+	assert.Equal(t, gen.PID{}, h.e.leader)
+}
+
+func TestOneVotePerTerm(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	out := h.recv("b", msgVote{ClusterID: "c", Term: 3, ViewSize: 3})
+	require.Len(t, sentTo[msgVoteReply](out, "b"), 1)
+	assert.True(t, sentTo[msgVoteReply](out, "b")[0].Granted)
+	out = h.recv("c", msgVote{ClusterID: "c", Term: 3, ViewSize: 3})
+	assert.False(t, sentTo[msgVoteReply](out, "c")[0].Granted, "second candidate of the same term")
+	out = h.recv("b", msgVote{ClusterID: "c", Term: 3, ViewSize: 3})
+	assert.True(t, sentTo[msgVoteReply](out, "b")[0].Granted, "a repeated request from the same candidate is answered the same way")
+	assert.Equal(t, pid("b"), h.e.votedFor)
+}
+
+func TestVoteDeniedToCandidateBelowFloor(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	out := h.recv("b", msgVote{ClusterID: "c", Term: 1, ViewSize: 2})
+	assert.False(t, sentTo[msgVoteReply](out, "b")[0].Granted)
+}
+
+func TestStaleHeartbeatIsAnsweredWithTheRealTerm(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("c", msgHello{ClusterID: "c", Term: 5})
+	out := h.recv("b", msgHeartbeat{ClusterID: "c", Term: 2, Leader: pid("b")})
+	acks := sentTo[msgHeartbeatAck](out, "b")
+	require.Len(t, acks, 1)
+	assert.Equal(t, uint64(5), acks[0].Term, "the stale leader must learn the real term")
+	assert.Equal(t, uint64(1), h.e.dropped["stale_term"])
+	assert.Equal(t, gen.PID{}, h.e.leader)
+}
+
+func TestBadInputIsDroppedAndCounted(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	cases := []struct {
+		name    string
+		from    string
+		message any
+		reason  string
+	}{
+		{"another cluster", "b", msgHeartbeat{ClusterID: "other", Term: 1, Leader: pid("b")}, "cluster_mismatch"},
+		{"absurd term", "b", msgVote{ClusterID: "c", Term: ^uint64(0), ViewSize: 3}, "absurd_term"},
+		{"leader is not the sender", "b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("c")}, "leader_mismatch"},
+		{"grant for a term never campaigned", "c", msgVoteReply{ClusterID: "c", Term: 0, Granted: true}, "unexpected_reply"},
+		{"pre-vote grant without a pre-vote", "c", msgPreVoteReply{ClusterID: "c", Term: 0, Granted: true}, "unexpected_reply"},
+		{"handover from a non-leader", "c", msgTimeoutNow{ClusterID: "c", Term: 0}, "unexpected_timeout_now"},
+		{"from this node", "a", msgHello{ClusterID: "c"}, "same_node"},
+	}
+	for _, tc := range cases {
+		before := h.e.dropped[tc.reason]
+		h.recv(tc.from, tc.message)
+		assert.Equal(t, before+1, h.e.dropped[tc.reason], tc.name)
+	}
+	assert.Equal(t, uint64(0), h.e.term, "no bad input moved the term")
+	assert.Equal(t, roleFollower, h.e.role)
+	assert.Equal(t, 3, h.e.viewSize())
+}
+
+func TestHeartbeatOfAnotherLeaderInTheSameTermIsRefused(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 2, Leader: pid("b")})
+	require.Equal(t, pid("b"), h.e.leader)
+	h.recv("c", msgHeartbeat{ClusterID: "c", Term: 2, Leader: pid("c")})
+	assert.Equal(t, pid("b"), h.e.leader)
+	assert.Equal(t, uint64(1), h.e.dropped["conflicting_leader"])
+}
+
+func TestPreVoteLease(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+	out := h.recv("c", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+	assert.False(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "the leader was heard just now")
+	assert.Equal(t, uint64(1), h.e.term, "a pre-vote changes nothing on the voter")
+	assert.Equal(t, gen.PID{}, h.e.votedFor)
+
+	h.advance(151 * time.Millisecond)
+	out = h.recv("c", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+	assert.True(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "no heartbeat within ElectionTimeoutMin")
+}
+
+func TestPreVoteGrantedRightAfterTheLeadersDown(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+	h.e.takeEffects()
+	require.True(t, h.e.down(h.now, pid("b"), gen.ErrNoConnection))
+	out := h.e.takeEffects()
+	_ = out
+	assert.True(t, h.e.timers[timerFast].armed, "a lost leader arms the fast pre-vote")
+	out = h.recv("c", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+	assert.True(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "this voter saw the same down")
+}
+
+func TestFastFailoverIsStaggeredByRank(t *testing.T) {
+	delays := map[string]time.Duration{}
+	for _, self := range []string{"a", "c", "e"} {
+		options := Options{ClusterID: "c"}
+		cfg, _, _ := options.resolve()
+		e := newElection(cfg, pid(self), "leader", newStateHarness(t, Options{}).e.rng, nil)
+		e.start(t0)
+		for _, p := range []string{"a", "c", "e"} {
+			if p != self {
+				e.heard(pid(p), "leader")
+			}
+		}
+		delays[self] = e.fastFailoverDelay()
+	}
+	step := 150 * time.Millisecond / 30
+	assert.Less(t, delays["a"], step, "rank 0 goes first")
+	assert.GreaterOrEqual(t, delays["c"], step+step/2)
+	assert.GreaterOrEqual(t, delays["e"], 2*step+step/2)
+}
+
+func TestLeaderStepsDownWithoutAcknowledgements(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c"})
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.becomeLeader("b")
+	for i := 0; i < 2; i++ {
+		h.advance(50 * time.Millisecond)
+		h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term})
+		h.fire(timerHeartbeat)
+		require.Equal(t, roleLeader, h.e.role, "acks from c keep a quorum")
+	}
+	// c falls silent; b only sends pre-votes, which are not acknowledgements
+	for i := 0; i < 4 && h.e.role == roleLeader; i++ {
+		h.advance(50 * time.Millisecond)
+		h.recv("b", msgPreVote{ClusterID: "c", Term: h.e.term, ViewSize: 3})
+		h.fire(timerHeartbeat)
+	}
+	assert.Equal(t, roleFollower, h.e.role)
+}
+
+func TestReferenceQuorumRuleCountsAcceptedSends(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.e.switches.noResponseQuorum = true
+	h.recv("b", msgHello{ClusterID: "c"})
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.becomeLeader("b")
+	for i := 0; i < 6; i++ {
+		h.advance(50 * time.Millisecond)
+		h.e.sendResult("b", nil)
+		h.fire(timerHeartbeat)
+	}
+	assert.Equal(t, roleLeader, h.e.role, "an accepted send is evidence in the reference rule")
+}
+
+func TestConfirmDenialBacksOffAndGrows(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	var backoffs []time.Duration
+	for i := 0; i < 3; i++ {
+		h.expireElection()
+		h.recv("b", msgPreVoteReply{ClusterID: "c", Term: h.e.term, Granted: true})
+		h.recv("b", msgVoteReply{ClusterID: "c", Term: h.e.term, Granted: true})
+		require.True(t, h.e.confirming)
+		h.e.confirmResult(h.now, false, errors.New("lease held elsewhere"))
+		assert.Equal(t, roleFollower, h.e.role)
+		backoffs = append(backoffs, h.e.notBefore.Sub(h.now))
+		h.now = h.e.notBefore
+	}
+	assert.Equal(t, uint64(3), h.e.confirmDenied)
+	assert.Greater(t, backoffs[2], backoffs[0], "backoff grows with consecutive denials")
+	assert.GreaterOrEqual(t, backoffs[2], 4*150*time.Millisecond)
+}
+
+func TestHandoverTellsAnUpToDateFollowerToCampaign(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c"})
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.becomeLeader("b")
+	h.advance(10 * time.Millisecond)
+	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term})
+	successor := h.e.handover(h.now, "test")
+	out := h.e.takeEffects()
+	assert.Equal(t, gen.Atom("c"), successor, "the most recently heard follower")
+	assert.Len(t, sentTo[msgTimeoutNow](out, "c"), 1)
+	assert.Equal(t, roleFollower, h.e.role, "the leader stands down before its successor campaigns")
+	assert.True(t, h.e.notBefore.After(h.now))
+}
+
+func TestTimeoutNowStartsAnElectionAtOnce(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 4, Leader: pid("b")})
+	out := h.recv("b", msgTimeoutNow{ClusterID: "c", Term: 4})
+	assert.Equal(t, uint64(5), h.e.term, "no pre-vote on a handover")
+	assert.Equal(t, roleCandidate, h.e.role)
+	assert.Len(t, sentTo[msgVote](out, "c"), 1)
+}
+
+func TestSupersededTimerIsDropped(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	stale := h.e.timers[timerElection].generation
+	h.e.armTimer(timerElection, time.Second)
+	h.e.timer(h.now, timerElection, stale)
+	assert.Equal(t, uint64(1), h.e.dropped["stale_timer"])
+}

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ergo.services/actor/leader"
+	"ergo.services/actor/leader/examples/internal/lab"
+	"ergo.services/ergo/gen"
+)
+
+// demo is the in-process story: the nodes, what is observed of them, and
+// the narrative shown around the table.
+type demo struct {
+	cfg     config
+	out     io.Writer
+	outMu   sync.Mutex
+	cluster *lab.Cluster
+	obs     *observer
+	names   []gen.Atom
+	letters map[gen.Atom]string
+	start   time.Time
+
+	mu      sync.Mutex
+	caption []string     // what the current step is doing
+	steps   []stepResult // finished steps
+	phases  []phase      // the story's steps on the timeline
+	logs    []string     // recent log lines of the nodes
+}
+
+// stepResult is one line of the summary.
+type stepResult struct {
+	Key      string
+	Title    string
+	Leader   string // "C", or "C -> A" when leadership moved
+	Term     uint64
+	Measured string
+	OK       bool
+}
+
+// phase is a step's span on the timeline.
+type phase struct {
+	Key        string
+	Label      string
+	Start, End time.Time
+}
+
+// report is what a run of the story produced, for the tests.
+type report struct {
+	Steps    []stepResult
+	Elapsed  time.Duration
+	Timeline string // path of the SVG written, if any
+}
+
+// runs tells apart demos started by one process (the tests run several).
+var runs atomic.Int64
+
+func newDemo(cfg config, out io.Writer) *demo {
+	d := &demo{cfg: cfg, out: out, obs: newObserver(), letters: make(map[gen.Atom]string)}
+	run := runs.Add(1)
+	for i := 0; i < cfg.nodes; i++ {
+		// Unique per process and per run, since test binaries run in
+		// parallel; and of the shape a static route pattern matches as is.
+		name := gen.Atom(fmt.Sprintf("leader-demo-%d-%d-%c@localhost", os.Getpid(), run, 'a'+i))
+		d.names = append(d.names, name)
+		d.letters[name] = string(rune('A' + i))
+	}
+	return d
+}
+
+func (d *demo) letter(name gen.Atom) string {
+	if l, ok := d.letters[name]; ok {
+		return l
+	}
+	return string(name)
+}
+
+func (d *demo) letterList(names []gen.Atom) string {
+	var list []string
+	for _, name := range names {
+		list = append(list, d.letter(name))
+	}
+	return "{" + strings.Join(list, ",") + "}"
+}
+
+// options are the leader options every node of the story uses.
+func (d *demo) options() leader.Options {
+	return leader.Options{
+		ClusterID:          "demo",
+		MinClusterSize:     d.cfg.minSize,
+		ElectionTimeoutMin: d.cfg.electionMin,
+		ElectionTimeoutMax: d.cfg.electionMax,
+		HeartbeatInterval:  d.cfg.heartbeat,
+	}
+}
+
+// nodeOptions keeps the framework's log off the screen: the table owns the
+// terminal, and the log lines are shown in a panel under it instead.
+func (d *demo) nodeOptions(name gen.Atom) gen.NodeOptions {
+	return gen.NodeOptions{
+		Log: gen.LogOptions{
+			DefaultLogger: gen.DefaultLoggerOptions{Disable: true},
+			Loggers:       []gen.Logger{{Name: "demo", Logger: logSink{d}}},
+		},
+	}
+}
+
+// setup registers the protocol and spawns the member; the lab runs it before
+// the node's peers can reach it.
+func (d *demo) setup(node gen.Node) error {
+	if err := node.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
+		return err
+	}
+	if err := node.Network().RegisterErrors(leader.ErrorTypes()); err != nil {
+		return err
+	}
+	var peers []gen.ProcessID
+	for _, name := range d.names {
+		if name != node.Name() {
+			peers = append(peers, gen.ProcessID{Name: processName, Node: name})
+		}
+	}
+	spec := memberSpec{
+		Options:    d.options(),
+		Peers:      peers,
+		Rediscover: time.Second,
+		OnRole:     d.roleChanged,
+	}
+	_, err := node.SpawnRegister(processName, factoryMember, gen.ProcessOptions{}, spec)
+	return err
+}
+
+func (d *demo) roleChanged(c roleChange) {
+	d.obs.roleChanged(c)
+	if d.cfg.plain {
+		d.printf("%s   %s", d.stamp(c.At), describe(c, d.letter))
+	}
+}
+
+// logSink receives the nodes' log messages.
+type logSink struct{ d *demo }
+
+func (l logSink) Log(m gen.MessageLog) {
+	node := ""
+	switch source := m.Source.(type) {
+	case gen.MessageLogProcess:
+		node = l.d.letter(source.Node)
+	case gen.MessageLogNode:
+		node = l.d.letter(source.Node)
+	case gen.MessageLogNetwork:
+		node = l.d.letter(source.Node)
+	}
+	line := fmt.Sprintf("%s %-8s %s", node, levelName(m.Level), fmt.Sprintf(m.Format, m.Args...))
+	l.d.mu.Lock()
+	l.d.logs = append(l.d.logs, line)
+	if len(l.d.logs) > 100 {
+		l.d.logs = l.d.logs[len(l.d.logs)-100:]
+	}
+	l.d.mu.Unlock()
+	if l.d.cfg.plain && l.d.cfg.verbose {
+		l.d.printf("%s   log %s", l.d.stamp(m.Time), line)
+	}
+}
+
+func (logSink) Terminate() {}
+
+func levelName(level gen.LogLevel) string {
+	switch level {
+	case gen.LogLevelTrace:
+		return "trace"
+	case gen.LogLevelDebug:
+		return "debug"
+	case gen.LogLevelInfo:
+		return "info"
+	case gen.LogLevelWarning:
+		return "warning"
+	case gen.LogLevelError:
+		return "error"
+	case gen.LogLevelPanic:
+		return "panic"
+	}
+	return "log"
+}
+
+// stamp is a time relative to the start of the story.
+func (d *demo) stamp(t time.Time) string {
+	return fmt.Sprintf("[%6.2fs]", t.Sub(d.start).Seconds())
+}
+
+func (d *demo) printf(format string, args ...any) {
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
+	fmt.Fprintf(d.out, format+"\n", args...)
+}
+
+// say sets the caption of the current step; in plain mode it is printed.
+func (d *demo) say(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	d.mu.Lock()
+	d.caption = append(d.caption, line)
+	d.mu.Unlock()
+	if d.cfg.plain {
+		d.printf("%s %s", d.stamp(time.Now()), line)
+	}
+}
+
+// begin starts a step: a new caption and a new phase on the timeline.
+func (d *demo) begin(key, label, format string, args ...any) {
+	now := time.Now()
+	d.mu.Lock()
+	if n := len(d.phases); n > 0 && d.phases[n-1].End.IsZero() {
+		d.phases[n-1].End = now
+	}
+	d.phases = append(d.phases, phase{Key: key, Label: label, Start: now})
+	d.caption = nil
+	d.mu.Unlock()
+	d.say("(%s) %s", key, fmt.Sprintf(format, args...))
+}
+
+// finish records a step's result.
+func (d *demo) finish(r stepResult) {
+	d.mu.Lock()
+	d.steps = append(d.steps, r)
+	d.mu.Unlock()
+	verdict := "ok"
+	if r.OK == false {
+		verdict = "FAILED"
+	}
+	d.say("(%s) %s: %s - leader %s, term %d, %s", r.Key, verdict, r.Title, r.Leader, r.Term, r.Measured)
+	if d.cfg.plain {
+		d.printf("%s", renderTable(d.names, d.obs.snapshot(), d.letter, false))
+	}
+}
+
+// linger keeps the screen on a finished step long enough to read it.
+func (d *demo) linger(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d.cfg.pause):
+	}
+}
+
+// screen redraws the whole terminal until ctx is done.
+func (d *demo) screen(ctx context.Context) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	if d.cfg.plain {
+		return &wg
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ticker := time.NewTicker(100 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			d.draw()
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	return &wg
+}
+
+func (d *demo) draw() {
+	var b strings.Builder
+	b.WriteString(ansiHome)
+	fmt.Fprintf(&b, "%sLeader election: %d nodes in one process, linked through per-pair TCP proxies%s   %s\n",
+		ansiBold, len(d.names), ansiReset, d.stamp(time.Now()))
+	fmt.Fprintf(&b, "%selection timeout %d-%d ms, heartbeat %d ms, MinClusterSize %d; %s = %s%s\n\n",
+		ansiDim, d.cfg.electionMin, d.cfg.electionMax, d.cfg.heartbeat, d.cfg.minSize,
+		d.letterList(d.names), strings.Replace(string(d.names[0]), "-a@", "-{a..}@", 1), ansiReset)
+
+	d.mu.Lock()
+	caption := append([]string(nil), d.caption...)
+	steps := append([]stepResult(nil), d.steps...)
+	logs := append([]string(nil), d.logs...)
+	d.mu.Unlock()
+
+	for _, line := range caption {
+		b.WriteString(" " + line + "\n")
+	}
+	b.WriteString("\n" + renderTable(d.names, d.obs.snapshot(), d.letter, true) + "\n")
+
+	events := d.obs.allEvents()
+	b.WriteString(ansiBold + "  leadership callbacks" + ansiReset + "\n")
+	for _, e := range events[max(0, len(events)-8):] {
+		fmt.Fprintf(&b, "  %s %s\n", d.stamp(e.At), describe(e, d.letter))
+	}
+	b.WriteString("\n" + ansiBold + "  log" + ansiReset + "\n")
+	for _, line := range logs[max(0, len(logs)-5):] {
+		fmt.Fprintf(&b, "  %s%s%s\n", ansiDim, clip(line, 150), ansiReset)
+	}
+	b.WriteString("\n" + ansiBold + "  results" + ansiReset + "\n")
+	for _, s := range steps {
+		fmt.Fprintf(&b, "  %s\n", summaryLine(s))
+	}
+	d.outMu.Lock()
+	io.WriteString(d.out, b.String())
+	d.outMu.Unlock()
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

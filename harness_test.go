@@ -1,0 +1,107 @@
+package leader
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// A single election state driven directly: one event in, then assertions on
+// the state and on the effects it asked for.
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func pid(node string) gen.PID {
+	return gen.PID{Node: gen.Atom(node), ID: 1000, Creation: 1}
+}
+
+func procID(node string) gen.ProcessID {
+	return gen.ProcessID{Name: "leader", Node: gen.Atom(node)}
+}
+
+type stateHarness struct {
+	t   *testing.T
+	e   *election
+	now time.Time
+}
+
+// newStateHarness builds node "a" with the given options (ClusterID "c" and
+// the test timings 150/300/50 unless set) and bootstrap peers.
+func newStateHarness(t *testing.T, options Options, peers ...string) *stateHarness {
+	t.Helper()
+	if options.ClusterID == "" {
+		options.ClusterID = "c"
+	}
+	for _, p := range peers {
+		options.Bootstrap = append(options.Bootstrap, procID(p))
+	}
+	cfg, _, err := options.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &stateHarness{t: t, now: t0}
+	h.e = newElection(cfg, pid("a"), "leader", rand.New(rand.NewPCG(1, 2)), nil)
+	h.e.start(h.now)
+	h.e.takeEffects()
+	return h
+}
+
+func (h *stateHarness) advance(d time.Duration) { h.now = h.now.Add(d) }
+
+func (h *stateHarness) recv(from string, message any) effects {
+	h.e.receive(h.now, pid(from), message)
+	return h.e.takeEffects()
+}
+
+// fire delivers the currently armed timer of kind, as if it expired now.
+func (h *stateHarness) fire(kind timerKind) effects {
+	h.t.Helper()
+	if h.e.timers[kind].armed == false {
+		h.t.Fatalf("timer %d is not armed", kind)
+	}
+	h.e.timer(h.now, kind, h.e.timers[kind].generation)
+	return h.e.takeEffects()
+}
+
+// expireElection moves time past the election deadline and fires the timer.
+func (h *stateHarness) expireElection() effects {
+	h.now = h.e.electionDeadline.Add(time.Millisecond)
+	return h.fire(timerElection)
+}
+
+// becomeLeader runs a full campaign with grants from the given peers.
+func (h *stateHarness) becomeLeader(grants ...string) {
+	h.t.Helper()
+	h.expireElection()
+	for _, p := range grants {
+		h.recv(p, msgPreVoteReply{ClusterID: "c", Term: h.e.term, Granted: true})
+	}
+	for _, p := range grants {
+		h.recv(p, msgVoteReply{ClusterID: "c", Term: h.e.term, Granted: true})
+	}
+	if h.e.confirming == false {
+		h.t.Fatalf("not confirming after grants from %v: role %s term %d", grants, h.e.role, h.e.term)
+	}
+	h.e.confirmResult(h.now, true, nil)
+	h.e.published(h.now)
+	h.e.takeEffects()
+	if h.e.role != roleLeader {
+		h.t.Fatalf("role %s, want leader", h.e.role)
+	}
+}
+
+// sentTo returns the messages of a type sent to a node.
+func sentTo[M any](out effects, node string) []M {
+	var list []M
+	for _, o := range out.sends {
+		if o.node != gen.Atom(node) {
+			continue
+		}
+		if m, ok := o.message.(M); ok {
+			list = append(list, m)
+		}
+	}
+	return list
+}
