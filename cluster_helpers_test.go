@@ -24,23 +24,23 @@ import (
 // used, so the same tests run on the real framework.
 
 const (
-	// clusterCookie is what the nodes use on the proxied routes and what
+	// clCookie is what the nodes use on the proxied routes and what
 	// their acceptors accept.
-	clusterCookie = "leader-cluster-test"
-	// fallbackCookie is the node-wide cookie, used for any dial that does not
+	clCookie = "leader-cluster-test"
+	// clFallbackCookie is the node-wide cookie, used for any dial that does not
 	// go through a static route. The acceptors do not accept it, so a node
 	// that cannot reach a peer through its proxy cannot sneak around a cut
 	// through the registrar either.
-	fallbackCookie = "leader-cluster-no-bypass"
+	clFallbackCookie = "leader-cluster-no-bypass"
 
-	mainActor = gen.Atom("election")
+	clActorName = gen.Atom("election")
 
 	// deadlines for polls; generous, for a loaded 2-core box under -race
-	convergeTimeout = 20 * time.Second
-	pollInterval    = 10 * time.Millisecond
+	clConverge = 20 * time.Second
+	clPoll     = 10 * time.Millisecond
 )
 
-var clusterNodeSeq atomic.Int64
+var clNodeSeq atomic.Int64
 
 // clusterTimings are the protocol timings of a test, in milliseconds.
 type clusterTimings struct {
@@ -71,35 +71,35 @@ func (tm clusterTimings) options(clusterID string, minClusterSize int) Options {
 	}
 }
 
-// evidenceMode is on for the long, figure-producing runs.
-func evidenceMode() bool {
+// clEvidenceMode is on for the long, figure-producing runs.
+func clEvidenceMode() bool {
 	return testing.Short() == false && os.Getenv("LEADER_EVIDENCE") != ""
 }
 
 // ---------------------------------------------------------------------------
 // Callback recorder
 
-type eventKind int
+type cbKind int
 
 const (
-	eventLeader eventKind = iota
-	eventFollower
-	eventTerminate
+	cbLeader cbKind = iota
+	cbFollower
+	cbTerminate
 )
 
-func (k eventKind) String() string {
+func (k cbKind) String() string {
 	switch k {
-	case eventLeader:
+	case cbLeader:
 		return "BecomeLeader"
-	case eventFollower:
+	case cbFollower:
 		return "BecomeFollower"
 	}
 	return "Terminate"
 }
 
-// callbackEvent is one callback an actor ran.
-type callbackEvent struct {
-	kind    eventKind
+// cbEvent is one callback an actor ran.
+type cbEvent struct {
+	kind    cbKind
 	cluster string
 	node    gen.Atom
 	pid     gen.PID
@@ -108,35 +108,35 @@ type callbackEvent struct {
 	at      time.Time
 }
 
-func (e callbackEvent) String() string {
+func (e cbEvent) String() string {
 	s := fmt.Sprintf("%s %s %s %s term=%d", e.at.Format("15:04:05.000000"), e.cluster, e.node, e.kind, e.term)
-	if e.kind == eventFollower {
+	if e.kind == cbFollower {
 		s += " leader=" + string(e.leader.Node)
 	}
 	return s
 }
 
-// callbackRecorder collects the callbacks of every actor of a test.
-type callbackRecorder struct {
+// cbRecorder collects the callbacks of every actor of a test.
+type cbRecorder struct {
 	mu     sync.Mutex
-	events []callbackEvent
+	events []cbEvent
 }
 
-func (r *callbackRecorder) add(e callbackEvent) {
+func (r *cbRecorder) add(e cbEvent) {
 	r.mu.Lock()
 	r.events = append(r.events, e)
 	r.mu.Unlock()
 }
 
-func (r *callbackRecorder) snapshot() []callbackEvent {
+func (r *cbRecorder) snapshot() []cbEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
 }
 
 // find returns the events that match.
-func (r *callbackRecorder) find(match func(callbackEvent) bool) []callbackEvent {
-	var found []callbackEvent
+func (r *cbRecorder) find(match func(cbEvent) bool) []cbEvent {
+	var found []cbEvent
 	for _, e := range r.snapshot() {
 		if match(e) {
 			found = append(found, e)
@@ -146,20 +146,20 @@ func (r *callbackRecorder) find(match func(callbackEvent) bool) []callbackEvent 
 }
 
 // leadersSince returns the BecomeLeader events of cluster at or after since.
-func (r *callbackRecorder) leadersSince(cluster string, since time.Time) []callbackEvent {
-	return r.find(func(e callbackEvent) bool {
-		return e.kind == eventLeader && e.cluster == cluster && e.at.Before(since) == false
+func (r *cbRecorder) leadersSince(cluster string, since time.Time) []cbEvent {
+	return r.find(func(e cbEvent) bool {
+		return e.kind == cbLeader && e.cluster == cluster && e.at.Before(since) == false
 	})
 }
 
 // firstAfter returns the first event of kind on node (any node if empty)
 // at or after since.
-func (r *callbackRecorder) firstAfter(kind eventKind, cluster string, node gen.Atom, since time.Time) (callbackEvent, bool) {
-	found := r.find(func(e callbackEvent) bool {
+func (r *cbRecorder) firstAfter(kind cbKind, cluster string, node gen.Atom, since time.Time) (cbEvent, bool) {
+	found := r.find(func(e cbEvent) bool {
 		return e.kind == kind && e.cluster == cluster && (node == "" || e.node == node) && e.at.Before(since) == false
 	})
 	if len(found) == 0 {
-		return callbackEvent{}, false
+		return cbEvent{}, false
 	}
 	return found[0], true
 }
@@ -169,7 +169,7 @@ func (r *callbackRecorder) firstAfter(kind eventKind, cluster string, node gen.A
 // (a BecomeLeader is followed by a BecomeFollower or the end of the actor,
 // never by another BecomeLeader), with strictly growing terms of leadership
 // and nothing after Terminate.
-func (r *callbackRecorder) violations() []string {
+func (r *cbRecorder) violations() []string {
 	var problems []string
 	type key struct {
 		cluster string
@@ -192,7 +192,7 @@ func (r *callbackRecorder) violations() []string {
 			problems = append(problems, fmt.Sprintf("callback after Terminate: %s", e))
 		}
 		switch e.kind {
-		case eventLeader:
+		case cbLeader:
 			k := key{e.cluster, e.term}
 			if other, ok := leaders[k]; ok && other != e.pid {
 				problems = append(problems, fmt.Sprintf("two leaders in term %d of %q: %s and %s", e.term, e.cluster, other.Node, e.node))
@@ -206,16 +206,16 @@ func (r *callbackRecorder) violations() []string {
 			}
 			s.leading = true
 			s.lastTerm = e.term
-		case eventFollower:
+		case cbFollower:
 			s.leading = false
-		case eventTerminate:
+		case cbTerminate:
 			s.terminated = true
 		}
 	}
 	return problems
 }
 
-func (r *callbackRecorder) dump() string {
+func (r *cbRecorder) dump() string {
 	var b strings.Builder
 	for _, e := range r.snapshot() {
 		b.WriteString(e.String())
@@ -228,18 +228,18 @@ func (r *callbackRecorder) dump() string {
 // Log capture: a bounded ring of the nodes' log lines, printed when a test
 // fails.
 
-type logRing struct {
+type clLogRing struct {
 	mu    sync.Mutex
 	lines []string
 	next  int
 	full  bool
 }
 
-func newLogRing(size int) *logRing {
-	return &logRing{lines: make([]string, size)}
+func newClLogRing(size int) *clLogRing {
+	return &clLogRing{lines: make([]string, size)}
 }
 
-func (l *logRing) Log(m gen.MessageLog) {
+func (l *clLogRing) Log(m gen.MessageLog) {
 	source := ""
 	switch s := m.Source.(type) {
 	case gen.MessageLogProcess:
@@ -263,9 +263,9 @@ func (l *logRing) Log(m gen.MessageLog) {
 	l.mu.Unlock()
 }
 
-func (l *logRing) Terminate() {}
+func (l *clLogRing) Terminate() {}
 
-func (l *logRing) String() string {
+func (l *clLogRing) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var ordered []string
@@ -293,8 +293,8 @@ type (
 	ctlLeave struct{ node gen.Atom }
 )
 
-// actorSpec configures one test actor.
-type actorSpec struct {
+// clActorSpec configures one test actor.
+type clActorSpec struct {
 	name     gen.Atom
 	options  Options
 	switches protocolSwitches
@@ -307,8 +307,8 @@ type actorSpec struct {
 
 type testActor struct {
 	Actor
-	spec actorSpec
-	rec  *callbackRecorder
+	spec clActorSpec
+	rec  *cbRecorder
 }
 
 func (a *testActor) Init(args ...any) (Options, error) {
@@ -343,8 +343,8 @@ func (a *testActor) HandleMessage(from gen.PID, message any) error {
 	return nil
 }
 
-func (a *testActor) record(kind eventKind, leader gen.PID) {
-	a.rec.add(callbackEvent{
+func (a *testActor) record(kind cbKind, leader gen.PID) {
+	a.rec.add(cbEvent{
 		kind:    kind,
 		cluster: a.spec.options.ClusterID,
 		node:    a.Node().Name(),
@@ -363,28 +363,28 @@ func (a *testActor) HandleConfirmLeader() (bool, error) {
 }
 
 func (a *testActor) HandleBecomeLeader() error {
-	a.record(eventLeader, a.PID())
+	a.record(cbLeader, a.PID())
 	return nil
 }
 
 func (a *testActor) HandleBecomeFollower(leader gen.PID) error {
-	a.record(eventFollower, leader)
+	a.record(cbFollower, leader)
 	return nil
 }
 
 func (a *testActor) Terminate(reason error) {
-	a.record(eventTerminate, gen.PID{})
+	a.record(cbTerminate, gen.PID{})
 }
 
 // ---------------------------------------------------------------------------
 // The cluster
 
-type clusterConfig struct {
+type clConfig struct {
 	// unregistered skips leader.NetworkTypes() on the nodes.
 	unregistered bool
 }
 
-type clusterNode struct {
+type clNode struct {
 	idx     int
 	name    gen.Atom
 	node    gen.Node
@@ -394,23 +394,23 @@ type clusterNode struct {
 	actors  map[gen.Atom]gen.PID
 }
 
-type cluster struct {
+type realCluster struct {
 	t    *testing.T
-	cfg  clusterConfig
-	rec  *callbackRecorder
-	logs *logRing
+	cfg  clConfig
+	rec  *cbRecorder
+	logs *clLogRing
 
 	mu      sync.Mutex
-	nodes   []*clusterNode
+	nodes   []*clNode
 	proxies map[[2]int]*tcpProxy // [from, to]: the path from node `from` to node `to`
 }
 
-func newCluster(t *testing.T, cfg clusterConfig) *cluster {
-	c := &cluster{
+func newRealCluster(t *testing.T, cfg clConfig) *realCluster {
+	c := &realCluster{
 		t:       t,
 		cfg:     cfg,
-		rec:     &callbackRecorder{},
-		logs:    newLogRing(600),
+		rec:     &cbRecorder{},
+		logs:    newClLogRing(600),
 		proxies: make(map[[2]int]*tcpProxy),
 	}
 	// Cleanups run last-in first-out: this one runs after the nodes stopped.
@@ -427,7 +427,7 @@ func newCluster(t *testing.T, cfg clusterConfig) *cluster {
 	return c
 }
 
-func (c *cluster) teardown() {
+func (c *realCluster) teardown() {
 	c.mu.Lock()
 	nodes := slices.Clone(c.nodes)
 	proxies := make([]*tcpProxy, 0, len(c.proxies))
@@ -454,19 +454,19 @@ func (c *cluster) teardown() {
 
 // addNode starts a node, connects it to the proxy mesh and lists it in the
 // discovery of every actor. It spawns nothing.
-func (c *cluster) addNode() int {
+func (c *realCluster) addNode() int {
 	c.t.Helper()
 	level := gen.LogLevelInfo
 	if os.Getenv("LEADER_TEST_DEBUG") != "" {
 		level = gen.LogLevelDebug
 	}
-	name := gen.Atom(fmt.Sprintf("lt%d-%03d@127.0.0.1", os.Getpid(), clusterNodeSeq.Add(1)))
+	name := gen.Atom(fmt.Sprintf("lt%d-%03d@127.0.0.1", os.Getpid(), clNodeSeq.Add(1)))
 	options := gen.NodeOptions{
 		ShutdownTimeout: 10 * time.Second,
 		Network: gen.NetworkOptions{
-			Cookie: fallbackCookie,
+			Cookie: clFallbackCookie,
 			Acceptors: []gen.AcceptorOptions{
-				{Host: "127.0.0.1", Cookie: clusterCookie},
+				{Host: "127.0.0.1", Cookie: clCookie},
 			},
 		},
 		Log: gen.LogOptions{
@@ -477,7 +477,7 @@ func (c *cluster) addNode() int {
 	}
 	node, err := ergo.StartNode(name, options)
 	require.NoError(c.t, err, "start node %s", name)
-	n := &clusterNode{name: name, node: node, listed: true, actors: make(map[gen.Atom]gen.PID)}
+	n := &clNode{name: name, node: node, listed: true, actors: make(map[gen.Atom]gen.PID)}
 
 	// Register the protocol before the node connects to anyone.
 	if c.cfg.unregistered == false {
@@ -516,7 +516,7 @@ func (c *cluster) addNode() int {
 
 // link creates the proxy on the path from -> to and the static route on
 // from that uses it.
-func (c *cluster) link(from, to *clusterNode) {
+func (c *realCluster) link(from, to *clNode) {
 	c.t.Helper()
 	p, err := startProxy(fmt.Sprintf("%d->%d", from.idx, to.idx), to.addr)
 	require.NoError(c.t, err)
@@ -525,12 +525,12 @@ func (c *cluster) link(from, to *clusterNode) {
 	c.mu.Unlock()
 	route := gen.NetworkRoute{
 		Route:  gen.Route{Host: "127.0.0.1", Port: p.Port()},
-		Cookie: clusterCookie,
+		Cookie: clCookie,
 	}
 	require.NoError(c.t, from.node.Network().AddRoute(string(to.name), route, 1))
 }
 
-func (c *cluster) addNodes(count int) []int {
+func (c *realCluster) addNodes(count int) []int {
 	var list []int
 	for range count {
 		list = append(list, c.addNode())
@@ -538,16 +538,16 @@ func (c *cluster) addNodes(count int) []int {
 	return list
 }
 
-func (c *cluster) n(i int) *clusterNode {
+func (c *realCluster) n(i int) *clNode {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.nodes[i]
 }
 
-func (c *cluster) name(i int) gen.Atom { return c.n(i).name }
+func (c *realCluster) name(i int) gen.Atom { return c.n(i).name }
 
 // index returns the index of the node named name, -1 if none.
-func (c *cluster) index(name gen.Atom) int {
+func (c *realCluster) index(name gen.Atom) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range c.nodes {
@@ -559,7 +559,7 @@ func (c *cluster) index(name gen.Atom) int {
 }
 
 // live returns the indices of the nodes not stopped.
-func (c *cluster) live() []int {
+func (c *realCluster) live() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var list []int
@@ -573,7 +573,7 @@ func (c *cluster) live() []int {
 
 // setListed adds or removes node i from the discovery of every actor, as a
 // discovery service would when a node appears or goes away.
-func (c *cluster) setListed(i int, listed bool) {
+func (c *realCluster) setListed(i int, listed bool) {
 	c.mu.Lock()
 	c.nodes[i].listed = listed
 	c.mu.Unlock()
@@ -581,7 +581,7 @@ func (c *cluster) setListed(i int, listed bool) {
 
 // peersOf is the discovery of an actor on node self: the actor named name
 // on every other listed node.
-func (c *cluster) peersOf(self int, name gen.Atom) func() []gen.ProcessID {
+func (c *realCluster) peersOf(self int, name gen.Atom) func() []gen.ProcessID {
 	return func() []gen.ProcessID {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -596,10 +596,10 @@ func (c *cluster) peersOf(self int, name gen.Atom) func() []gen.ProcessID {
 }
 
 // spawn starts a test actor on node i.
-func (c *cluster) spawn(i int, spec actorSpec) (gen.PID, error) {
+func (c *realCluster) spawn(i int, spec clActorSpec) (gen.PID, error) {
 	n := c.n(i)
 	if spec.name == "" {
-		spec.name = mainActor
+		spec.name = clActorName
 	}
 	if spec.discoverEvery == 0 {
 		spec.discoverEvery = 100 * time.Millisecond
@@ -622,7 +622,7 @@ func (c *cluster) spawn(i int, spec actorSpec) (gen.PID, error) {
 	return pid, nil
 }
 
-func (c *cluster) mustSpawn(i int, spec actorSpec) gen.PID {
+func (c *realCluster) mustSpawn(i int, spec clActorSpec) gen.PID {
 	c.t.Helper()
 	pid, err := c.spawn(i, spec)
 	require.NoError(c.t, err, "spawn %s on %s", spec.name, c.name(i))
@@ -630,27 +630,27 @@ func (c *cluster) mustSpawn(i int, spec actorSpec) gen.PID {
 }
 
 // spawnAll starts the main actor with the same options on every given node.
-func (c *cluster) spawnAll(idxs []int, options Options, switches protocolSwitches) {
+func (c *realCluster) spawnAll(idxs []int, options Options, switches protocolSwitches) {
 	c.t.Helper()
 	for _, i := range idxs {
-		c.mustSpawn(i, actorSpec{options: options, switches: switches})
+		c.mustSpawn(i, clActorSpec{options: options, switches: switches})
 	}
 }
 
-func (c *cluster) pid(i int, name gen.Atom) gen.PID {
+func (c *realCluster) pid(i int, name gen.Atom) gen.PID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.nodes[i].actors[name]
 }
 
 // send delivers a test message to the actor named name on node i.
-func (c *cluster) send(i int, name gen.Atom, message any) {
+func (c *realCluster) send(i int, name gen.Atom, message any) {
 	c.t.Helper()
 	require.NoError(c.t, c.n(i).node.Send(c.pid(i, name), message))
 }
 
 // stopNode stops node i, gracefully (Stop) or abruptly (StopForce).
-func (c *cluster) stopNode(i int, graceful bool) {
+func (c *realCluster) stopNode(i int, graceful bool) {
 	n := c.n(i)
 	if graceful {
 		n.node.Stop()
@@ -666,7 +666,7 @@ func (c *cluster) stopNode(i int, graceful bool) {
 // ---------------------------------------------------------------------------
 // Network faults
 
-func (c *cluster) proxy(from, to int) *tcpProxy {
+func (c *realCluster) proxy(from, to int) *tcpProxy {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.proxies[[2]int{from, to}]
@@ -676,7 +676,7 @@ func (c *cluster) proxy(from, to int) *tcpProxy {
 	return p
 }
 
-func (c *cluster) allProxies() map[[2]int]*tcpProxy {
+func (c *realCluster) allProxies() map[[2]int]*tcpProxy {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	copied := make(map[[2]int]*tcpProxy, len(c.proxies))
@@ -688,7 +688,7 @@ func (c *cluster) allProxies() map[[2]int]*tcpProxy {
 
 // partition cuts every link between nodes of different groups. A node in
 // no group is alone.
-func (c *cluster) partition(groups ...[]int) {
+func (c *realCluster) partition(groups ...[]int) {
 	group := make(map[int]int)
 	for g, members := range groups {
 		for _, i := range members {
@@ -709,19 +709,19 @@ func (c *cluster) partition(groups ...[]int) {
 }
 
 // healAll restores every link.
-func (c *cluster) healAll() {
+func (c *realCluster) healAll() {
 	for _, p := range c.allProxies() {
 		p.Heal()
 	}
 }
 
 // cutPair cuts both paths between i and j; healPair restores them.
-func (c *cluster) cutPair(i, j int) {
+func (c *realCluster) cutPair(i, j int) {
 	c.proxy(i, j).Cut()
 	c.proxy(j, i).Cut()
 }
 
-func (c *cluster) healPair(i, j int) {
+func (c *realCluster) healPair(i, j int) {
 	c.proxy(i, j).Heal()
 	c.proxy(j, i).Heal()
 }
@@ -729,13 +729,13 @@ func (c *cluster) healPair(i, j int) {
 // dropToward makes every link to node i half-open: what i sends is
 // delivered, what is sent to i is lost. A pair's connection goes through
 // whichever proxy the dialing side used, so both paths are set.
-func (c *cluster) dropToward(i int) {
+func (c *realCluster) dropToward(i int) {
 	for pair, p := range c.allProxies() {
 		switch {
 		case pair[0] == i:
-			p.DropDirection(toSource)
+			p.DropDirection(proxyToSource)
 		case pair[1] == i:
-			p.DropDirection(toTarget)
+			p.DropDirection(proxyToTarget)
 		}
 	}
 }
@@ -743,8 +743,8 @@ func (c *cluster) dropToward(i int) {
 // ---------------------------------------------------------------------------
 // Observing the election
 
-// nodeState is what one actor reports through Inspect.
-type nodeState struct {
+// clNodeState is what one actor reports through Inspect.
+type clNodeState struct {
 	idx        int
 	state      string
 	term       uint64
@@ -754,25 +754,25 @@ type nodeState struct {
 	err        error
 }
 
-func (s nodeState) String() string {
+func (s clNodeState) String() string {
 	if s.err != nil {
 		return fmt.Sprintf("#%d error %v", s.idx, s.err)
 	}
 	return fmt.Sprintf("#%d %s term=%d leader=%s view=%d", s.idx, s.state, s.term, s.leaderNode, s.viewSize)
 }
 
-var stateKeys = []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size"}
+var clStateKeys = []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size"}
 
 // inspect asks the actor named name on node i for keys.
-func (c *cluster) inspect(i int, name gen.Atom, keys ...string) (map[string]string, error) {
+func (c *realCluster) inspect(i int, name gen.Atom, keys ...string) (map[string]string, error) {
 	n := c.n(i)
 	return n.node.Inspect(c.pid(i, name), keys...)
 }
 
 // stateOf reads the role, term, leader and view of an actor, plus extra keys.
-func (c *cluster) stateOf(i int, name gen.Atom, extra ...string) nodeState {
-	s := nodeState{idx: i}
-	raw, err := c.inspect(i, name, append(slices.Clone(stateKeys), extra...)...)
+func (c *realCluster) stateOf(i int, name gen.Atom, extra ...string) clNodeState {
+	s := clNodeState{idx: i}
+	raw, err := c.inspect(i, name, append(slices.Clone(clStateKeys), extra...)...)
 	if err != nil {
 		s.err = err
 		return s
@@ -791,15 +791,15 @@ func (c *cluster) stateOf(i int, name gen.Atom, extra ...string) nodeState {
 	return s
 }
 
-func (c *cluster) states(idxs []int, name gen.Atom, extra ...string) []nodeState {
-	list := make([]nodeState, 0, len(idxs))
+func (c *realCluster) states(idxs []int, name gen.Atom, extra ...string) []clNodeState {
+	list := make([]clNodeState, 0, len(idxs))
 	for _, i := range idxs {
 		list = append(list, c.stateOf(i, name, extra...))
 	}
 	return list
 }
 
-func describeStates(states []nodeState) string {
+func clDescribe(states []clNodeState) string {
 	parts := make([]string, 0, len(states))
 	for _, s := range states {
 		parts = append(parts, s.String())
@@ -809,22 +809,22 @@ func describeStates(states []nodeState) string {
 
 // agreedLeader reports the leader of idxs when exactly one of them is in
 // state leader and every one of them names it at the same term.
-func (c *cluster) agreedLeader(idxs []int, name gen.Atom) (int, uint64, bool, string) {
+func (c *realCluster) agreedLeader(idxs []int, name gen.Atom) (int, uint64, bool, string) {
 	states := c.states(idxs, name)
 	leader := -1
 	for _, s := range states {
 		if s.err != nil {
-			return -1, 0, false, describeStates(states)
+			return -1, 0, false, clDescribe(states)
 		}
 		if s.state == "leader" {
 			if leader != -1 {
-				return -1, 0, false, describeStates(states)
+				return -1, 0, false, clDescribe(states)
 			}
 			leader = s.idx
 		}
 	}
 	if leader == -1 {
-		return -1, 0, false, describeStates(states)
+		return -1, 0, false, clDescribe(states)
 	}
 	leaderName := c.name(leader)
 	var term uint64
@@ -835,15 +835,15 @@ func (c *cluster) agreedLeader(idxs []int, name gen.Atom) (int, uint64, bool, st
 	}
 	for _, s := range states {
 		if s.leaderNode != leaderName || s.term != term {
-			return -1, 0, false, describeStates(states)
+			return -1, 0, false, clDescribe(states)
 		}
 	}
-	return leader, term, true, describeStates(states)
+	return leader, term, true, clDescribe(states)
 }
 
 // waitLeader polls until idxs agree on one leader and returns it and its
 // term.
-func (c *cluster) waitLeader(idxs []int, name gen.Atom, timeout time.Duration) (int, uint64) {
+func (c *realCluster) waitLeader(idxs []int, name gen.Atom, timeout time.Duration) (int, uint64) {
 	c.t.Helper()
 	var leader int
 	var term uint64
@@ -857,13 +857,13 @@ func (c *cluster) waitLeader(idxs []int, name gen.Atom, timeout time.Duration) (
 }
 
 // waitViews polls until every node of idxs reports a view of size.
-func (c *cluster) waitViews(idxs []int, name gen.Atom, size int, timeout time.Duration) {
+func (c *realCluster) waitViews(idxs []int, name gen.Atom, size int, timeout time.Duration) {
 	c.t.Helper()
 	waitFor(c.t, timeout, fmt.Sprintf("views of size %d on %v", size, idxs), func() (bool, string) {
 		states := c.states(idxs, name)
 		for _, s := range states {
 			if s.err != nil || s.viewSize != size {
-				return false, describeStates(states)
+				return false, clDescribe(states)
 			}
 		}
 		return true, ""
@@ -883,13 +883,13 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, desc)
 		}
-		time.Sleep(pollInterval)
+		time.Sleep(clPoll)
 	}
 }
 
-// holdFor polls cond for the whole duration and fails the test the first
+// clHoldFor polls cond for the whole duration and fails the test the first
 // time it does not hold.
-func holdFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
+func clHoldFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	end := time.Now().Add(d)
 	for {
@@ -900,12 +900,12 @@ func holdFor(t testing.TB, d time.Duration, what string, cond func() (bool, stri
 		if time.Now().After(end) {
 			return
 		}
-		time.Sleep(pollInterval)
+		time.Sleep(clPoll)
 	}
 }
 
 // others returns idxs without the excluded ones.
-func without(idxs []int, excluded ...int) []int {
+func clWithout(idxs []int, excluded ...int) []int {
 	var list []int
 	for _, i := range idxs {
 		if slices.Contains(excluded, i) == false {
@@ -920,7 +920,7 @@ func without(idxs []int, excluded ...int) []int {
 
 // percentile returns the p-th percentile (0..100) of sorted durations, by
 // the nearest-rank method.
-func durationPercentile(sorted []time.Duration, p float64) time.Duration {
+func clPercentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
@@ -929,11 +929,11 @@ func durationPercentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[rank-1]
 }
 
-func summarizeDurations(samples []time.Duration) string {
+func clSummary(samples []time.Duration) string {
 	sorted := slices.Clone(samples)
 	slices.Sort(sorted)
 	return fmt.Sprintf("n=%d min=%s p50=%s p90=%s p99=%s max=%s",
-		len(sorted), sorted[0].Round(10*time.Microsecond), durationPercentile(sorted, 50).Round(10*time.Microsecond),
-		durationPercentile(sorted, 90).Round(10*time.Microsecond), durationPercentile(sorted, 99).Round(10*time.Microsecond),
+		len(sorted), sorted[0].Round(10*time.Microsecond), clPercentile(sorted, 50).Round(10*time.Microsecond),
+		clPercentile(sorted, 90).Round(10*time.Microsecond), clPercentile(sorted, 99).Round(10*time.Microsecond),
 		sorted[len(sorted)-1].Round(10*time.Microsecond))
 }

@@ -18,12 +18,12 @@ import (
 // Cluster tests: the contract of the documentation exercised on real nodes
 // over TCP, with real network faults injected by the proxies between them.
 
-// ciSlack absorbs scheduling delays on a loaded CI box running -race; it is
+// clSlack absorbs scheduling delays on a loaded CI box running -race; it is
 // added to every bound derived from the protocol timings.
-const ciSlack = 750 * time.Millisecond
+const clSlack = 750 * time.Millisecond
 
-// droppedCount reads one reason out of ergo:dropped_by_reason.
-func droppedCount(raw map[string]string, reason string) int {
+// clDropped reads one reason out of ergo:dropped_by_reason.
+func clDropped(raw map[string]string, reason string) int {
 	for _, part := range strings.Split(raw["ergo:dropped_by_reason"], ",") {
 		name, value, ok := strings.Cut(part, "=")
 		if ok && name == reason {
@@ -40,29 +40,29 @@ func droppedCount(raw map[string]string, reason string) int {
 func TestClusterElectsOneLeaderAfterRandomStart(t *testing.T) {
 	for _, size := range []int{3, 5} {
 		t.Run(fmt.Sprintf("%d nodes", size), func(t *testing.T) {
-			c := newCluster(t, clusterConfig{})
+			c := newRealCluster(t, clConfig{})
 			idxs := c.addNodes(size)
 			options := clusterFastTimings.options("elect", 0)
 			// Spawn in a random order, spread over up to one election
 			// timeout each: early nodes Join peers that do not exist yet and
 			// must keep looking.
 			for _, k := range rand.Perm(size) {
-				c.mustSpawn(idxs[k], actorSpec{options: options})
+				c.mustSpawn(idxs[k], clActorSpec{options: options})
 				time.Sleep(time.Duration(rand.IntN(clusterFastTimings.max)) * time.Millisecond)
 			}
 
-			leader, term := c.waitLeader(idxs, mainActor, convergeTimeout)
-			c.waitViews(idxs, mainActor, size, convergeTimeout)
+			leader, term := c.waitLeader(idxs, clActorName, clConverge)
+			c.waitViews(idxs, clActorName, size, clConverge)
 			leaderName := c.name(leader)
 			t.Logf("leader %s at term %d", leaderName, term)
 
 			// The callbacks agree with what Inspect says.
-			won := c.rec.find(func(e callbackEvent) bool { return e.kind == eventLeader && e.term == term })
+			won := c.rec.find(func(e cbEvent) bool { return e.kind == cbLeader && e.term == term })
 			require.Len(t, won, 1, "exactly one BecomeLeader for term %d", term)
 			require.Equal(t, leaderName, won[0].node)
-			for _, i := range without(idxs, leader) {
-				follows := c.rec.find(func(e callbackEvent) bool {
-					return e.kind == eventFollower && e.node == c.name(i) && e.leader.Node == leaderName && e.term == term
+			for _, i := range clWithout(idxs, leader) {
+				follows := c.rec.find(func(e cbEvent) bool {
+					return e.kind == cbFollower && e.node == c.name(i) && e.leader.Node == leaderName && e.term == term
 				})
 				require.NotEmpty(t, follows, "%s must have reported HandleBecomeFollower(%s) at term %d", c.name(i), leaderName, term)
 			}
@@ -73,7 +73,7 @@ func TestClusterElectsOneLeaderAfterRandomStart(t *testing.T) {
 // What It Guarantees / a leader that stops: after the leader's node stops,
 // abruptly or gracefully, the survivors elect a new leader within a bound;
 // the old leader's HandleBecomeFollower runs before its node is gone or not
-// at all, and no term ever has two leaders (checked by the callbackRecorder).
+// at all, and no term ever has two leaders (checked by the cbRecorder).
 func TestClusterLeaderNodeStops(t *testing.T) {
 	for _, graceful := range []bool{false, true} {
 		name := "StopForce"
@@ -81,33 +81,36 @@ func TestClusterLeaderNodeStops(t *testing.T) {
 			name = "Stop"
 		}
 		t.Run(name, func(t *testing.T) {
-			c := newCluster(t, clusterConfig{})
-			idxs := c.addNodes(3)
+			// Five nodes: a graceful stop terminates the leader's process with
+			// a real reason (shutdown), which removes it from the views at
+			// once, and four stay above the floor.
+			c := newRealCluster(t, clConfig{})
+			idxs := c.addNodes(5)
 			c.spawnAll(idxs, clusterFastTimings.options("stop", 0), protocolSwitches{})
-			old, oldTerm := c.waitLeader(idxs, mainActor, convergeTimeout)
-			oldPID := c.pid(old, mainActor)
+			old, oldTerm := c.waitLeader(idxs, clActorName, clConverge)
+			oldPID := c.pid(old, clActorName)
 
 			stopAt := time.Now()
 			c.stopNode(old, graceful)
 			stopped := time.Now()
 
-			survivors := without(idxs, old)
-			leader, term := c.waitLeader(survivors, mainActor, convergeTimeout)
+			survivors := clWithout(idxs, old)
+			leader, term := c.waitLeader(survivors, clActorName, clConverge)
 			require.Greater(t, term, oldTerm)
 
-			elected, ok := c.rec.firstAfter(eventLeader, "stop", "", stopAt)
+			elected, ok := c.rec.firstAfter(cbLeader, "stop", "", stopAt)
 			require.True(t, ok)
 			failover := elected.at.Sub(stopAt)
 			t.Logf("%s: %s led term %d; %s leads term %d, elected %s after the stop began (the stop took %s)",
 				name, c.name(old), oldTerm, c.name(leader), term, failover.Round(time.Millisecond), stopped.Sub(stopAt).Round(time.Millisecond))
-			bound := clusterFastTimings.electionMax()*3 + ciSlack
+			bound := clusterFastTimings.electionMax()*3 + clSlack
 			require.Less(t, failover, bound, "a new leader must be elected within %s", bound)
 
 			// Nothing of the old actor runs once its node is stopped.
-			var demoted []callbackEvent
-			for _, e := range c.rec.find(func(e callbackEvent) bool { return e.pid == oldPID }) {
+			var demoted []cbEvent
+			for _, e := range c.rec.find(func(e cbEvent) bool { return e.pid == oldPID }) {
 				require.True(t, e.at.Before(stopped), "callback of the stopped leader after its node stopped: %s", e)
-				if e.kind == eventFollower && e.at.Before(stopAt) == false {
+				if e.kind == cbFollower && e.at.Before(stopAt) == false {
 					demoted = append(demoted, e)
 				}
 			}
@@ -130,13 +133,13 @@ func TestClusterLeaderNodeStops(t *testing.T) {
 func TestClusterPartitionWalkthrough(t *testing.T) {
 	tm := clusterFastTimings
 	tm.ghost = 60000 // the walkthrough's views stay at five: no ghost expires during it
-	c := newCluster(t, clusterConfig{})
+	c := newRealCluster(t, clConfig{})
 	all := c.addNodes(5)
 	c.spawnAll(all, tm.options("walkthrough", 3), protocolSwitches{})
-	a, term := c.waitLeader(all, mainActor, convergeTimeout)
-	c.waitViews(all, mainActor, 5, convergeTimeout)
+	a, term := c.waitLeader(all, clActorName, clConverge)
+	c.waitViews(all, clActorName, 5, clConverge)
 
-	rest := without(all, a)
+	rest := clWithout(all, a)
 	rand.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
 	majority := []int{a, rest[0], rest[1]}
 	minority := []int{rest[2], rest[3]}
@@ -144,18 +147,18 @@ func TestClusterPartitionWalkthrough(t *testing.T) {
 
 	splitAt := time.Now()
 	c.partition(majority, minority)
-	holdFor(t, 10*tm.electionMax(), "A leading at the same term, the minority leaderless with views of five", func() (bool, string) {
-		states := c.states(all, mainActor)
+	clHoldFor(t, 10*tm.electionMax(), "A leading at the same term, the minority leaderless with views of five", func() (bool, string) {
+		states := c.states(all, clActorName)
 		for _, s := range states {
 			switch {
 			case s.err != nil:
-				return false, describeStates(states)
+				return false, clDescribe(states)
 			case s.idx == a && (s.state != "leader" || s.term != term):
-				return false, describeStates(states)
+				return false, clDescribe(states)
 			case slices.Contains(minority, s.idx) && s.state == "leader":
-				return false, describeStates(states)
+				return false, clDescribe(states)
 			case s.viewSize != 5:
-				return false, describeStates(states)
+				return false, clDescribe(states)
 			}
 		}
 		return true, ""
@@ -163,39 +166,39 @@ func TestClusterPartitionWalkthrough(t *testing.T) {
 	require.Empty(t, c.rec.leadersSince("walkthrough", splitAt), "nobody may win an election during the split")
 
 	c.healAll()
-	leader, after := c.waitLeader(all, mainActor, convergeTimeout)
-	c.waitViews(all, mainActor, 5, convergeTimeout)
+	leader, after := c.waitLeader(all, clActorName, clConverge)
+	c.waitViews(all, clActorName, 5, clConverge)
 	require.Equal(t, a, leader, "nobody outranked A, so D and E follow it again")
 	require.Equal(t, term, after)
 
 	// The leader on the wrong side.
 	x := rest[rand.IntN(len(rest))]
 	small := []int{a, x}
-	large := without(all, a, x)
+	large := clWithout(all, a, x)
 	t.Logf("split %v | %v with the leader on the minority side", small, large)
 	splitAt = time.Now()
 	c.partition(small, large)
 
-	var stepDown callbackEvent
-	waitFor(t, convergeTimeout, "the isolated leader to step down", func() (bool, string) {
+	var stepDown cbEvent
+	waitFor(t, clConverge, "the isolated leader to step down", func() (bool, string) {
 		var ok bool
-		stepDown, ok = c.rec.firstAfter(eventFollower, "walkthrough", c.name(a), splitAt)
-		return ok, c.stateOf(a, mainActor).String()
+		stepDown, ok = c.rec.firstAfter(cbFollower, "walkthrough", c.name(a), splitAt)
+		return ok, c.stateOf(a, clActorName).String()
 	})
 	latency := stepDown.at.Sub(splitAt)
-	bound := tm.electionMin() + tm.heartbeat() + ciSlack
+	bound := tm.electionMin() + tm.heartbeat() + clSlack
 	t.Logf("the isolated leader stepped down %s after the split (bound %s)", latency.Round(time.Millisecond), bound)
 	require.Less(t, latency, bound)
 
-	newLeader, newTerm := c.waitLeader(large, mainActor, convergeTimeout)
+	newLeader, newTerm := c.waitLeader(large, clActorName, clConverge)
 	require.Greater(t, newTerm, term)
-	for _, s := range c.states(small, mainActor) {
+	for _, s := range c.states(small, clActorName) {
 		require.NotEqual(t, "leader", s.state, "the minority side must not lead: %s", s)
 	}
 
 	c.healAll()
-	final, finalTerm := c.waitLeader(all, mainActor, convergeTimeout)
-	c.waitViews(all, mainActor, 5, convergeTimeout)
+	final, finalTerm := c.waitLeader(all, clActorName, clConverge)
+	c.waitViews(all, clActorName, 5, clConverge)
 	t.Logf("majority elected %s at term %d; after healing %s leads term %d", c.name(newLeader), newTerm, c.name(final), finalTerm)
 	require.GreaterOrEqual(t, finalTerm, newTerm)
 }
@@ -208,28 +211,28 @@ func TestClusterMinClusterSize(t *testing.T) {
 		t.Run(removal, func(t *testing.T) {
 			tm := clusterFastTimings
 			tm.ghost = 60000 // only a real removal may shrink the view here
-			c := newCluster(t, clusterConfig{})
+			c := newRealCluster(t, clConfig{})
 			all := c.addNodes(3)
 			options := tm.options("floor", 0) // the default floor, 3
 			c.setListed(all[2], false)
-			c.mustSpawn(all[0], actorSpec{options: options})
-			c.mustSpawn(all[1], actorSpec{options: options})
+			c.mustSpawn(all[0], clActorSpec{options: options})
+			c.mustSpawn(all[1], clActorSpec{options: options})
 
 			pair := all[:2]
-			waitFor(t, convergeTimeout, "two nodes unclustered with views of two", func() (bool, string) {
-				states := c.states(pair, mainActor)
+			waitFor(t, clConverge, "two nodes unclustered with views of two", func() (bool, string) {
+				states := c.states(pair, clActorName)
 				for _, s := range states {
 					if s.err != nil || s.state != "unclustered" || s.viewSize != 2 {
-						return false, describeStates(states)
+						return false, clDescribe(states)
 					}
 				}
 				return true, ""
 			})
-			holdFor(t, 5*tm.electionMax(), "two nodes staying unclustered", func() (bool, string) {
-				states := c.states(pair, mainActor, "ergo:election_timer_armed")
+			clHoldFor(t, 5*tm.electionMax(), "two nodes staying unclustered", func() (bool, string) {
+				states := c.states(pair, clActorName, "ergo:election_timer_armed")
 				for _, s := range states {
 					if s.err != nil || s.state != "unclustered" || s.raw["ergo:election_timer_armed"] != "false" {
-						return false, describeStates(states)
+						return false, clDescribe(states)
 					}
 				}
 				return true, ""
@@ -237,35 +240,35 @@ func TestClusterMinClusterSize(t *testing.T) {
 			require.Empty(t, c.rec.leadersSince("floor", time.Time{}))
 
 			c.setListed(all[2], true)
-			c.mustSpawn(all[2], actorSpec{options: options})
-			leader, term := c.waitLeader(all, mainActor, convergeTimeout)
+			c.mustSpawn(all[2], clActorSpec{options: options})
+			leader, term := c.waitLeader(all, clActorName, clConverge)
 
 			// Remove a follower for real; the leader loses its floor.
-			gone := without(all, leader)[rand.IntN(2)]
-			survivors := without(all, gone)
+			gone := clWithout(all, leader)[rand.IntN(2)]
+			survivors := clWithout(all, gone)
 			c.setListed(gone, false)
 			removedAt := time.Now()
 			switch removal {
 			case "process killed":
-				require.NoError(t, c.n(gone).node.SendExit(c.pid(gone, mainActor), errors.New("decommissioned")))
+				require.NoError(t, c.n(gone).node.SendExit(c.pid(gone, clActorName), errors.New("decommissioned")))
 			default:
 				c.stopNode(gone, false)
 				for _, i := range survivors {
-					c.send(i, mainActor, ctlLeave{node: c.name(gone)})
+					c.send(i, clActorName, ctlLeave{node: c.name(gone)})
 				}
 			}
-			waitFor(t, convergeTimeout, "the survivors unclustered with views of two", func() (bool, string) {
-				states := c.states(survivors, mainActor)
+			waitFor(t, clConverge, "the survivors unclustered with views of two", func() (bool, string) {
+				states := c.states(survivors, clActorName)
 				for _, s := range states {
 					if s.err != nil || s.state != "unclustered" || s.viewSize != 2 {
-						return false, describeStates(states)
+						return false, clDescribe(states)
 					}
 				}
 				return true, ""
 			})
 			took := time.Since(removedAt)
 			require.Less(t, took, tm.ghostTTL()/2, "a real removal shrinks the view at once, not after GhostTTL")
-			_, ok := c.rec.firstAfter(eventFollower, "floor", c.name(leader), removedAt)
+			_, ok := c.rec.firstAfter(cbFollower, "floor", c.name(leader), removedAt)
 			require.True(t, ok, "the leader of term %d must run HandleBecomeFollower when it drops below the floor", term)
 			require.Empty(t, c.rec.leadersSince("floor", removedAt.Add(time.Nanosecond)))
 		})
@@ -279,15 +282,15 @@ func TestClusterGhostTTL(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			tm := clusterFastTimings
 			tm.ghost = 1500
-			c := newCluster(t, clusterConfig{})
+			c := newRealCluster(t, clConfig{})
 			all := c.addNodes(4)
 			c.spawnAll(all, tm.options("ghost", 3), protocolSwitches{})
-			leader, _ := c.waitLeader(all, mainActor, convergeTimeout)
-			c.waitViews(all, mainActor, 4, convergeTimeout)
+			leader, _ := c.waitLeader(all, clActorName, clConverge)
+			c.waitViews(all, clActorName, 4, clConverge)
 
-			gone := without(all, leader)[rand.IntN(3)]
+			gone := clWithout(all, leader)[rand.IntN(3)]
 			goneName := string(c.name(gone))
-			survivors := without(all, gone)
+			survivors := clWithout(all, gone)
 			// Discovery stops listing it, otherwise it would Join it back.
 			c.setListed(gone, false)
 
@@ -300,11 +303,11 @@ func TestClusterGhostTTL(t *testing.T) {
 
 			shrunk := make(map[int]time.Duration)
 			seenGhost := make(map[int]bool)
-			waitFor(t, tm.ghostTTL()+convergeTimeout, "the ghost to leave every view", func() (bool, string) {
-				states := c.states(survivors, mainActor, "ergo:unreachable")
+			waitFor(t, tm.ghostTTL()+clConverge, "the ghost to leave every view", func() (bool, string) {
+				states := c.states(survivors, clActorName, "ergo:unreachable")
 				for _, s := range states {
 					if s.err != nil {
-						return false, describeStates(states)
+						return false, clDescribe(states)
 					}
 					if _, done := shrunk[s.idx]; done {
 						continue
@@ -320,16 +323,16 @@ func TestClusterGhostTTL(t *testing.T) {
 						t.Fatalf("unexpected view: %s", s)
 					}
 				}
-				return len(shrunk) == len(survivors), describeStates(states)
+				return len(shrunk) == len(survivors), clDescribe(states)
 			})
 			for _, i := range survivors {
 				t.Logf("%s dropped the ghost %s after the loss", c.name(i), shrunk[i].Round(time.Millisecond))
 				require.True(t, seenGhost[i], "%s must have listed the lost member in ergo:unreachable while counting it", c.name(i))
 				require.GreaterOrEqual(t, shrunk[i], tm.ghostTTL(), "the view may not shrink before GhostTTL")
-				require.Less(t, shrunk[i], tm.ghostTTL()+ciSlack+time.Second)
+				require.Less(t, shrunk[i], tm.ghostTTL()+clSlack+time.Second)
 			}
 			// Three of three still qualify: the cluster keeps one leader.
-			c.waitLeader(survivors, mainActor, convergeTimeout)
+			c.waitLeader(survivors, clActorName, clConverge)
 		})
 	}
 }
@@ -341,32 +344,32 @@ func TestClusterLeaveIsImmediateAndSticky(t *testing.T) {
 	// A long window (ElectionTimeoutMax) to observe, and a GhostTTL that
 	// cannot be what shrinks the view.
 	tm := clusterTimings{min: 300, max: 900, hb: 30, ghost: 60000}
-	c := newCluster(t, clusterConfig{})
+	c := newRealCluster(t, clConfig{})
 	all := c.addNodes(4)
 	c.spawnAll(all, tm.options("leave", 3), protocolSwitches{})
 	// The withdrawn node is the leader: it keeps sending heartbeats, which
 	// is the traffic that must not re-admit it.
-	gone, _ := c.waitLeader(all, mainActor, convergeTimeout)
-	c.waitViews(all, mainActor, 4, convergeTimeout)
-	survivors := without(all, gone)
+	gone, _ := c.waitLeader(all, clActorName, clConverge)
+	c.waitViews(all, clActorName, 4, clConverge)
+	survivors := clWithout(all, gone)
 
 	c.setListed(gone, false)
 	leftAt := time.Now()
 	for _, i := range survivors {
-		c.send(i, mainActor, ctlLeave{node: c.name(gone)})
+		c.send(i, clActorName, ctlLeave{node: c.name(gone)})
 	}
-	c.waitViews(survivors, mainActor, 3, convergeTimeout)
+	c.waitViews(survivors, clActorName, 3, clConverge)
 	applied := time.Since(leftAt)
 	t.Logf("Leave applied on every survivor within %s", applied.Round(time.Millisecond))
 	windowEnd := leftAt.Add(tm.electionMax())
 	require.True(t, time.Now().Before(leftAt.Add(tm.electionMax()/2)),
 		"Leave took %s to apply, too long to observe the sticky window of %s", applied, tm.electionMax())
 
-	holdFor(t, time.Until(windowEnd)-20*time.Millisecond, "views of three inside the sticky window", func() (bool, string) {
-		states := c.states(survivors, mainActor)
+	clHoldFor(t, time.Until(windowEnd)-20*time.Millisecond, "views of three inside the sticky window", func() (bool, string) {
+		states := c.states(survivors, clActorName)
 		for _, s := range states {
 			if s.err != nil || s.viewSize != 3 {
-				return false, describeStates(states)
+				return false, clDescribe(states)
 			}
 		}
 		return true, ""
@@ -377,20 +380,20 @@ func TestClusterLeaveIsImmediateAndSticky(t *testing.T) {
 
 	withdrawn := 0
 	for _, i := range survivors {
-		raw, err := c.inspect(i, mainActor, "ergo:dropped_by_reason")
+		raw, err := c.inspect(i, clActorName, "ergo:dropped_by_reason")
 		require.NoError(t, err)
-		withdrawn += droppedCount(raw, "withdrawn")
+		withdrawn += clDropped(raw, "withdrawn")
 	}
 	t.Logf("messages from the withdrawn node dropped inside the window: %d", withdrawn)
 	require.Positive(t, withdrawn, "the withdrawn leader's heartbeats must be dropped as withdrawn")
-	c.waitLeader(survivors, mainActor, convergeTimeout)
+	c.waitLeader(survivors, clActorName, clConverge)
 }
 
 // Configuration / ClusterID: two clusters on the same nodes elect
 // independently, and each drops the other's messages as cluster_mismatch.
 func TestClusterTwoClusterIDsAreIndependent(t *testing.T) {
 	const alpha, beta = gen.Atom("alpha"), gen.Atom("beta")
-	c := newCluster(t, clusterConfig{})
+	c := newRealCluster(t, clConfig{})
 	all := c.addNodes(4)
 	alphaNodes := all[:3]
 	alphaOptions := clusterFastTimings.options("alpha", 3)
@@ -399,7 +402,7 @@ func TestClusterTwoClusterIDsAreIndependent(t *testing.T) {
 	// alpha runs on three nodes.
 	for _, i := range alphaNodes {
 		self := i
-		c.mustSpawn(i, actorSpec{name: alpha, options: alphaOptions, discover: func() []gen.ProcessID {
+		c.mustSpawn(i, clActorSpec{name: alpha, options: alphaOptions, discover: func() []gen.ProcessID {
 			var peers []gen.ProcessID
 			for _, j := range alphaNodes {
 				if j != self {
@@ -409,11 +412,11 @@ func TestClusterTwoClusterIDsAreIndependent(t *testing.T) {
 			return peers
 		}})
 	}
-	alphaLeader, alphaTerm := c.waitLeader(alphaNodes, alpha, convergeTimeout)
+	alphaLeader, alphaTerm := c.waitLeader(alphaNodes, alpha, clConverge)
 
 	// A beta actor on the fourth node that Joins the alpha actors' names:
 	// its probes and pre-votes land on alpha actors.
-	c.mustSpawn(all[3], actorSpec{name: beta, options: betaOptions, discover: func() []gen.ProcessID {
+	c.mustSpawn(all[3], clActorSpec{name: beta, options: betaOptions, discover: func() []gen.ProcessID {
 		var peers []gen.ProcessID
 		for _, j := range alphaNodes {
 			peers = append(peers, gen.ProcessID{Name: alpha, Node: c.name(j)})
@@ -423,14 +426,14 @@ func TestClusterTwoClusterIDsAreIndependent(t *testing.T) {
 		}
 		return peers
 	}})
-	waitFor(t, convergeTimeout, "alpha to drop beta's messages as cluster_mismatch", func() (bool, string) {
+	waitFor(t, clConverge, "alpha to drop beta's messages as cluster_mismatch", func() (bool, string) {
 		total := 0
 		for _, i := range alphaNodes {
 			raw, err := c.inspect(i, alpha, "ergo:dropped_by_reason")
 			if err != nil {
 				return false, err.Error()
 			}
-			total += droppedCount(raw, "cluster_mismatch")
+			total += clDropped(raw, "cluster_mismatch")
 		}
 		return total > 0, fmt.Sprintf("cluster_mismatch=%d", total)
 	})
@@ -438,18 +441,18 @@ func TestClusterTwoClusterIDsAreIndependent(t *testing.T) {
 	// The rest of beta: the fourth node's beta actor learns their PIDs and
 	// beta converges on four nodes.
 	for _, i := range alphaNodes {
-		c.mustSpawn(i, actorSpec{name: beta, options: betaOptions})
+		c.mustSpawn(i, clActorSpec{name: beta, options: betaOptions})
 	}
-	betaLeader, betaTerm := c.waitLeader(all, beta, convergeTimeout)
-	c.waitViews(all, beta, 4, convergeTimeout)
+	betaLeader, betaTerm := c.waitLeader(all, beta, clConverge)
+	c.waitViews(all, beta, 4, clConverge)
 	t.Logf("alpha: %s at term %d; beta: %s at term %d", c.name(alphaLeader), alphaTerm, c.name(betaLeader), betaTerm)
 
 	// alpha was not disturbed, and beta's traffic did not make the fourth
 	// node an alpha member.
-	leader, term := c.waitLeader(alphaNodes, alpha, convergeTimeout)
+	leader, term := c.waitLeader(alphaNodes, alpha, clConverge)
 	require.Equal(t, alphaLeader, leader)
 	require.Equal(t, alphaTerm, term)
-	c.waitViews(alphaNodes, alpha, 3, convergeTimeout)
+	c.waitViews(alphaNodes, alpha, 3, clConverge)
 	for _, i := range all {
 		raw, err := c.inspect(i, beta, "ergo:cluster")
 		require.NoError(t, err)
@@ -460,9 +463,9 @@ func TestClusterTwoClusterIDsAreIndependent(t *testing.T) {
 	result := make(chan error, 1)
 	c.send(alphaLeader, alpha, ctlStepDown{result: result})
 	require.NoError(t, <-result)
-	_, alphaNext := c.waitLeader(alphaNodes, alpha, convergeTimeout)
+	_, alphaNext := c.waitLeader(alphaNodes, alpha, clConverge)
 	require.Greater(t, alphaNext, alphaTerm)
-	leader, term = c.waitLeader(all, beta, convergeTimeout)
+	leader, term = c.waitLeader(all, beta, clConverge)
 	require.Equal(t, betaLeader, leader)
 	require.Equal(t, betaTerm, term)
 }
@@ -471,12 +474,12 @@ func TestClusterTwoClusterIDsAreIndependent(t *testing.T) {
 // ergo:confirm_denied grows and ergo:confirm_backoff is set; once it allows,
 // leadership appears.
 func TestClusterConfirmLeaderDenial(t *testing.T) {
-	c := newCluster(t, clusterConfig{})
+	c := newRealCluster(t, clConfig{})
 	all := c.addNodes(3)
 	var allow atomic.Bool
 	options := clusterFastTimings.options("confirm", 3)
 	for _, i := range all {
-		c.mustSpawn(i, actorSpec{options: options, confirm: func() (bool, error) {
+		c.mustSpawn(i, clActorSpec{options: options, confirm: func() (bool, error) {
 			if allow.Load() {
 				return true, nil
 			}
@@ -487,13 +490,13 @@ func TestClusterConfirmLeaderDenial(t *testing.T) {
 	keys := []string{"ergo:confirm_denied", "ergo:confirm_backoff", "ergo:last_denied_at"}
 	denied := func() (int, bool, string) {
 		total, backoff := 0, false
-		states := c.states(all, mainActor, keys...)
+		states := c.states(all, clActorName, keys...)
 		for _, s := range states {
 			if s.err != nil {
-				return 0, false, describeStates(states)
+				return 0, false, clDescribe(states)
 			}
 			if s.state == "leader" {
-				t.Fatalf("a node leads while HandleConfirmLeader denies: %s", describeStates(states))
+				t.Fatalf("a node leads while HandleConfirmLeader denies: %s", clDescribe(states))
 			}
 			n, _ := strconv.Atoi(s.raw["ergo:confirm_denied"])
 			total += n
@@ -501,14 +504,14 @@ func TestClusterConfirmLeaderDenial(t *testing.T) {
 				backoff = true
 			}
 		}
-		return total, backoff, describeStates(states)
+		return total, backoff, clDescribe(states)
 	}
-	waitFor(t, convergeTimeout, "denials to accumulate with a backoff set", func() (bool, string) {
+	waitFor(t, clConverge, "denials to accumulate with a backoff set", func() (bool, string) {
 		total, backoff, desc := denied()
 		return total >= 3 && backoff, fmt.Sprintf("denied=%d backoff=%v %s", total, backoff, desc)
 	})
 	first, _, _ := denied()
-	waitFor(t, convergeTimeout, "denials to keep growing", func() (bool, string) {
+	waitFor(t, clConverge, "denials to keep growing", func() (bool, string) {
 		total, _, desc := denied()
 		return total > first, fmt.Sprintf("denied=%d (was %d) %s", total, first, desc)
 	})
@@ -516,7 +519,7 @@ func TestClusterConfirmLeaderDenial(t *testing.T) {
 
 	allowedAt := time.Now()
 	allow.Store(true)
-	leader, term := c.waitLeader(all, mainActor, convergeTimeout)
+	leader, term := c.waitLeader(all, clActorName, clConverge)
 	t.Logf("%s leads term %d, %s after allowing", c.name(leader), term, time.Since(allowedAt).Round(time.Millisecond))
 	won := c.rec.leadersSince("confirm", time.Time{})
 	require.NotEmpty(t, won)
@@ -528,15 +531,15 @@ func TestClusterConfirmLeaderDenial(t *testing.T) {
 // Register the wire types: without leader.NetworkTypes() on the node the
 // actor refuses to start, and says what to do.
 func TestClusterUnregisteredTypesRefuseToStart(t *testing.T) {
-	c := newCluster(t, clusterConfig{unregistered: true})
+	c := newRealCluster(t, clConfig{unregistered: true})
 	i := c.addNode()
-	_, err := c.spawn(i, actorSpec{options: clusterFastTimings.options("unregistered", 3)})
+	_, err := c.spawn(i, clActorSpec{options: clusterFastTimings.options("unregistered", 3)})
 	require.Error(t, err)
 	if errors.Is(err, ErrNotRegistered) == false {
 		require.Contains(t, err.Error(), "leader.NetworkTypes", "the error must name the fix: %v", err)
 	} else {
 		require.Contains(t, err.Error(), "leader.NetworkTypes")
 	}
-	_, lookup := c.n(i).node.ProcessPID(mainActor)
+	_, lookup := c.n(i).node.ProcessPID(clActorName)
 	require.Error(t, lookup, "the actor must not be running")
 }

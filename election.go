@@ -312,20 +312,22 @@ func (e *election) becomeFollower() {
 }
 
 func (e *election) handlePreVote(m *member, req msgPreVote) {
-	granted := false
+	reply := msgPreVoteReply{ClusterID: e.cfg.clusterID, Term: e.term}
 	switch {
 	case req.Term < e.term:
 		e.drop("stale_term")
 	case e.role == roleLeader:
 		// a live leader never agrees that someone else could win
+		reply.Leader = e.self
 	case e.leaderAlive():
 		// the lease: this node still hears a leader
+		reply.Leader = e.leader
 	case req.ViewSize < e.cfg.minClusterSize:
 		// the candidate could not be eligible under the floor
 	default:
-		granted = true
+		reply.Granted = true
 	}
-	e.reply(m, msgPreVoteReply{ClusterID: e.cfg.clusterID, Term: e.term, Granted: granted})
+	e.reply(m, reply)
 }
 
 // leaderAlive reports whether this node heard its leader within the minimum
@@ -343,12 +345,28 @@ func (e *election) handlePreVoteReply(m *member, reply msgPreVoteReply) {
 		return
 	}
 	if reply.Granted == false {
+		e.introduceTo(reply.Leader)
 		return
 	}
 	e.preVotes[m.node] = true
 	if len(e.preVotes) >= e.quorum() {
 		e.startElection("pre-vote won")
 	}
+}
+
+// introduceTo says Hello to a leader that a voter named but that this node
+// does not reach: the leader's view may have dropped this node (GhostTTL)
+// while they were apart, and then it would never send heartbeats here.
+// Membership spreads through the protocol: the Hello makes this node a
+// member on the leader, whose heartbeats then bring it back.
+func (e *election) introduceTo(leader gen.PID) {
+	if leader == (gen.PID{}) || leader.Node == e.self.Node || e.isWithdrawn(leader.Node) {
+		return
+	}
+	if m, ok := e.members[leader.Node]; ok && m.pid == leader {
+		return
+	}
+	e.out.sends = append(e.out.sends, outbound{node: leader.Node, to: leader, message: msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName}})
 }
 
 func (e *election) handleVote(m *member, req msgVote) {
@@ -383,6 +401,7 @@ func (e *election) handleVoteReply(m *member, reply msgVoteReply) {
 	}
 	e.votes[m.node] = true
 	m.lastAck = e.now
+	m.ackTerm = e.term
 	if len(e.votes) >= e.quorum() {
 		e.win()
 	}

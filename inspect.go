@@ -142,7 +142,7 @@ func peersList(e *election) string {
 	var list []string
 	for _, m := range e.members {
 		if m.pid != (gen.PID{}) {
-			list = append(list, fmt.Sprintf("%s:%s", m.node, m.pid))
+			list = append(list, fmt.Sprintf("%s:%s", string(m.node), m.pid))
 		}
 	}
 	return joinSorted(list)
@@ -169,7 +169,7 @@ func declaredList(e *election) string {
 func bootstrapList(e *election) string {
 	var list []string
 	for _, p := range e.cfg.bootstrap {
-		list = append(list, fmt.Sprintf("%s@%s", p.Name, p.Node))
+		list = append(list, fmt.Sprintf("%s@%s", string(p.Name), string(p.Node)))
 	}
 	return joinSorted(list)
 }
@@ -178,7 +178,7 @@ func unreachableList(e *election) string {
 	var list []string
 	for _, m := range e.members {
 		if m.unreachableSince.IsZero() == false {
-			list = append(list, fmt.Sprintf("%s (%s ago)", m.node, e.now.Sub(m.unreachableSince).Round(time.Millisecond)))
+			list = append(list, fmt.Sprintf("%s (%s ago)", string(m.node), e.now.Sub(m.unreachableSince).Round(time.Millisecond)))
 		}
 	}
 	return joinSorted(list)
@@ -196,7 +196,7 @@ func sendFailingList(e *election) string {
 	var list []string
 	for _, m := range e.members {
 		if m.sendErr != nil {
-			list = append(list, fmt.Sprintf("%s (%s)", m.node, m.sendErr))
+			list = append(list, fmt.Sprintf("%s (%s)", string(m.node), m.sendErr))
 		}
 	}
 	return joinSorted(list)

@@ -22,14 +22,14 @@ import (
 type proxyDir int
 
 const (
-	// toTarget is from the side that dialed the proxy to the proxied node.
-	toTarget proxyDir = iota
-	// toSource is from the proxied node back to the side that dialed.
-	toSource
+	// proxyToTarget is from the side that dialed the proxy to the proxied node.
+	proxyToTarget proxyDir = iota
+	// proxyToSource is from the proxied node back to the side that dialed.
+	proxyToSource
 )
 
 func (d proxyDir) String() string {
-	if d == toTarget {
+	if d == proxyToTarget {
 		return "to-target"
 	}
 	return "to-source"
@@ -126,8 +126,8 @@ func (p *tcpProxy) serve(source net.Conn) {
 	p.served++
 	p.wg.Add(2)
 	p.mu.Unlock()
-	go p.pipe(link, source, target, toTarget)
-	go p.pipe(link, target, source, toSource)
+	go p.pipe(link, source, target, proxyToTarget)
+	go p.pipe(link, target, source, proxyToSource)
 }
 
 // pipe copies one direction of a link, discarding the bytes while that
@@ -245,18 +245,18 @@ func (p *tcpProxy) Close() {
 
 // The proxy's own tests, against a plain TCP server.
 
-// recordingServer accepts connections, records what it receives and echoes
+// proxyEchoServer accepts connections, records what it receives and echoes
 // it back.
-type recordingServer struct {
+type proxyEchoServer struct {
 	ln       net.Listener
 	received chan []byte
 	wg       sync.WaitGroup
 }
 
-func startRecordingServer(t *testing.T) *recordingServer {
+func startProxyEchoServer(t *testing.T) *proxyEchoServer {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := &recordingServer{ln: ln, received: make(chan []byte, 100)}
+	s := &proxyEchoServer{ln: ln, received: make(chan []byte, 100)}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -292,7 +292,7 @@ func startRecordingServer(t *testing.T) *recordingServer {
 	return s
 }
 
-func dialProxy(t *testing.T, p *tcpProxy) net.Conn {
+func proxyDial(t *testing.T, p *tcpProxy) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp4", "127.0.0.1:"+strconv.Itoa(int(p.Port())), 2*time.Second)
 	require.NoError(t, err)
@@ -300,8 +300,8 @@ func dialProxy(t *testing.T, p *tcpProxy) net.Conn {
 	return c
 }
 
-// roundTrip writes payload and reads the echo; it fails on anything else.
-func roundTrip(t *testing.T, c net.Conn, payload string) {
+// proxyRoundTrip writes payload and reads the echo; it fails on anything else.
+func proxyRoundTrip(t *testing.T, c net.Conn, payload string) {
 	t.Helper()
 	_, err := c.Write([]byte(payload))
 	require.NoError(t, err)
@@ -312,9 +312,9 @@ func roundTrip(t *testing.T, c net.Conn, payload string) {
 	require.Equal(t, payload, string(got))
 }
 
-// readEnds reports whether reading from c ends with an error (closed)
+// proxyReadEnds reports whether reading from c ends with an error (closed)
 // within the deadline.
-func readEnds(c net.Conn, within time.Duration) bool {
+func proxyReadEnds(c net.Conn, within time.Duration) bool {
 	c.SetReadDeadline(time.Now().Add(within))
 	_, err := c.Read(make([]byte, 1))
 	var ne net.Error
@@ -324,7 +324,7 @@ func readEnds(c net.Conn, within time.Duration) bool {
 	return err != nil
 }
 
-func expectReceived(t *testing.T, s *recordingServer, payload string) {
+func proxyExpectReceived(t *testing.T, s *proxyEchoServer, payload string) {
 	t.Helper()
 	select {
 	case got := <-s.received:
@@ -335,63 +335,63 @@ func expectReceived(t *testing.T, s *recordingServer, payload string) {
 }
 
 func TestProxyForwardsCutsAndHeals(t *testing.T) {
-	server := startRecordingServer(t)
+	server := startProxyEchoServer(t)
 	p, err := startProxy("test", server.ln.Addr().String())
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 
-	c := dialProxy(t, p)
-	roundTrip(t, c, "hello")
-	expectReceived(t, server, "hello")
+	c := proxyDial(t, p)
+	proxyRoundTrip(t, c, "hello")
+	proxyExpectReceived(t, server, "hello")
 	waitFor(t, 5*time.Second, "one live link", func() (bool, string) {
 		n := p.LiveLinks()
 		return n == 1, strconv.Itoa(n)
 	})
 
 	p.Cut()
-	require.True(t, readEnds(c, 5*time.Second), "Cut must close the live connection")
+	require.True(t, proxyReadEnds(c, 5*time.Second), "Cut must close the live connection")
 	require.Equal(t, 0, p.LiveLinks())
 
 	// While cut, a new connection is accepted and closed at once.
-	refused := dialProxy(t, p)
-	require.True(t, readEnds(refused, 5*time.Second), "a connection made while cut must be closed at once")
+	refused := proxyDial(t, p)
+	require.True(t, proxyReadEnds(refused, 5*time.Second), "a connection made while cut must be closed at once")
 	_, before := p.Stats()
 	require.GreaterOrEqual(t, before, 1)
 
 	p.Heal()
-	c2 := dialProxy(t, p)
-	roundTrip(t, c2, "again")
-	expectReceived(t, server, "again")
+	c2 := proxyDial(t, p)
+	proxyRoundTrip(t, c2, "again")
+	proxyExpectReceived(t, server, "again")
 }
 
 func TestProxyDropDirectionIsHalfOpen(t *testing.T) {
-	server := startRecordingServer(t)
+	server := startProxyEchoServer(t)
 	p, err := startProxy("test", server.ln.Addr().String())
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 
-	c := dialProxy(t, p)
-	roundTrip(t, c, "warm")
-	expectReceived(t, server, "warm")
+	c := proxyDial(t, p)
+	proxyRoundTrip(t, c, "warm")
+	proxyExpectReceived(t, server, "warm")
 
 	// Bytes back to the source are lost, bytes to the target still arrive,
 	// and the connection stays open.
-	p.DropDirection(toSource)
+	p.DropDirection(proxyToSource)
 	_, err = c.Write([]byte("one-way"))
 	require.NoError(t, err)
-	expectReceived(t, server, "one-way")
-	require.False(t, readEnds(c, 300*time.Millisecond), "the echo must be dropped, not delivered, and the link must stay open")
+	proxyExpectReceived(t, server, "one-way")
+	require.False(t, proxyReadEnds(c, 300*time.Millisecond), "the echo must be dropped, not delivered, and the link must stay open")
 	require.Equal(t, 1, p.LiveLinks())
 
 	// Heal closes the torn connection; a new one works both ways.
 	p.Heal()
-	require.True(t, readEnds(c, 5*time.Second), "Heal must close a connection that lost bytes")
-	c2 := dialProxy(t, p)
-	roundTrip(t, c2, "clean")
-	expectReceived(t, server, "clean")
+	require.True(t, proxyReadEnds(c, 5*time.Second), "Heal must close a connection that lost bytes")
+	c2 := proxyDial(t, p)
+	proxyRoundTrip(t, c2, "clean")
+	proxyExpectReceived(t, server, "clean")
 
 	// The other direction: nothing reaches the target.
-	p.DropDirection(toTarget)
+	p.DropDirection(proxyToTarget)
 	_, err = c2.Write([]byte("lost"))
 	require.NoError(t, err)
 	select {

@@ -37,11 +37,14 @@ type msgPreVote struct {
 	ViewSize  int
 }
 
-// msgPreVoteReply answers msgPreVote.
+// msgPreVoteReply answers msgPreVote. A voter that refuses because it still
+// hears a leader names it, so a candidate the leader does not know about
+// (its view lost the candidate while they were apart) can introduce itself.
 type msgPreVoteReply struct {
 	ClusterID string
 	Term      uint64
 	Granted   bool
+	Leader    gen.PID
 }
 
 // msgVote is Raft's RequestVote for Term.

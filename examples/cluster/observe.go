@@ -106,8 +106,11 @@ func (o *observer) run(ctx context.Context, names []gen.Atom, node func(gen.Atom
 func (o *observer) record(name gen.Atom, s status) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.latest[name] = s
 	h := o.history[name]
+	if len(h) == 0 && s.Up == false {
+		s.State = "starting" // not down: it has not been up yet
+	}
+	o.latest[name] = s
 	if n := len(h); n > 0 && h[n-1].State == s.State && h[n-1].Term == s.Term && h[n-1].Leader == s.Leader {
 		return
 	}

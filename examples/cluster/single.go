@@ -54,7 +54,7 @@ func runSingle(ctx context.Context, cfg config, out io.Writer) error {
 	if _, err := node.SpawnRegister(processName, factoryMember, gen.ProcessOptions{}, spec); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s started, joining %s (MinClusterSize %d)\n", cfg.name, joinList(cfg.join), cfg.minSize)
+	fmt.Fprintf(out, "%s started, joining %s (MinClusterSize %d)\n", string(cfg.name), joinList(cfg.join), cfg.minSize)
 	fmt.Fprintln(out, "Ctrl-C stops it gracefully (a leader hands over first); kill -9 stops it abruptly.")
 
 	// Print the election state whenever it changes.

@@ -25,7 +25,9 @@ func runDemo(ctx context.Context, cfg config, out io.Writer) (report, error) {
 
 	watch, stopWatching := context.WithCancel(context.Background())
 	polling := d.obs.run(watch, d.names, cluster.Node, 20*time.Millisecond)
-	drawing := d.screen(watch)
+	redraw, stopDrawing := context.WithCancel(watch)
+	defer stopDrawing()
+	drawing := d.screen(redraw)
 	d.start = time.Now()
 	if cfg.plain {
 		d.printf("Leader election: %d nodes in one process, linked through per-pair TCP proxies", len(d.names))
@@ -36,19 +38,22 @@ func runDemo(ctx context.Context, cfg config, out io.Writer) (report, error) {
 	}
 
 	storyErr := d.story(ctx)
+	d.over.Store(true)
 
 	d.mu.Lock()
 	if n := len(d.phases); n > 0 && d.phases[n-1].End.IsZero() {
 		d.phases[n-1].End = time.Now()
 	}
 	d.mu.Unlock()
-	cluster.Close()
-	stopWatching()
-	polling.Wait()
+	// The last frame shows the cluster as the story left it, not the teardown.
+	stopDrawing()
 	drawing.Wait()
 	if cfg.plain == false {
 		d.draw()
 	}
+	cluster.Close()
+	stopWatching()
+	polling.Wait()
 
 	r := report{Steps: d.steps, Elapsed: time.Since(d.start)}
 	d.printf("\n%s", d.summary(r.Elapsed))

@@ -16,6 +16,7 @@ import (
 var laneColor = map[string]string{
 	"leader":      "#2e7d32",
 	"follower":    "#90caf9",
+	"no leader":   "#ffe0b2", // a follower that knows no leader
 	"candidate":   "#ffb300",
 	"unclustered": "#bdbdbd",
 	"down":        "#ffebee",
@@ -96,8 +97,12 @@ func timelineSVG(d *demo) []byte {
 			if s.Leader != "" {
 				leaderText = ", leader " + d.letter(s.Leader)
 			}
+			fill := laneColor[s.State]
+			if s.State == "follower" && s.Leader == "" {
+				fill = laneColor["no leader"]
+			}
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.0f" fill="%s" stroke="#ffffff" stroke-width="0.3"><title>%s</title></rect>`+"\n",
-				x0, y, max(x1-x0, tlMinWidth), tlLane, laneColor[s.State],
+				x0, y, max(x1-x0, tlMinWidth), tlLane, fill,
 				esc(fmt.Sprintf("%s %s, term %d%s, %.2fs-%.2fs", d.letter(name), s.State, s.Term, leaderText,
 					s.At.Sub(start).Seconds(), segEnd.Sub(start).Seconds())))
 		}
@@ -139,10 +144,10 @@ func timelineSVG(d *demo) []byte {
 	// legend
 	b.WriteString(`<g class="legend">` + "\n")
 	lx := tlLeft
-	for _, state := range []string{"leader", "follower", "candidate", "unclustered", "down"} {
+	for _, state := range []string{"leader", "follower", "no leader", "candidate", "unclustered", "down"} {
 		fmt.Fprintf(&b, `<rect x="%.0f" y="%.1f" width="12" height="12" fill="%s" stroke="#999" stroke-width="0.5"/>`+"\n", lx, axisY+24, laneColor[state])
 		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f">%s</text>`+"\n", lx+16, axisY+34, state)
-		lx += 100
+		lx += 95
 	}
 	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#1b5e20" stroke-dasharray="3,2"/>`+"\n", lx, axisY+30, lx+14, axisY+30)
 	fmt.Fprintf(&b, `<text x="%.0f" y="%.1f">became leader (term, node)</text>`+"\n", lx+18, axisY+34)

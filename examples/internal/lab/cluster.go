@@ -113,8 +113,13 @@ func (c *Cluster) Start(name gen.Atom) (gen.Node, error) {
 		if c.opts.Node != nil {
 			options = c.opts.Node(name)
 		}
-		options.Network.Cookie = c.opts.Cookie
-		options.Network.Acceptors = []gen.AcceptorOptions{{Host: "127.0.0.1", Port: port, PortRange: 1}}
+		// The acceptor and the routes use the cluster's cookie; the node's
+		// own cookie is one nobody accepts. A framework may fall back to
+		// its registrar when every static route fails (the stand-in does),
+		// and such a direct dial would bypass a cut proxy; with the wrong
+		// cookie its handshake fails at once, so a cut link stays cut.
+		options.Network.Cookie = c.opts.Cookie + "-unrouted"
+		options.Network.Acceptors = []gen.AcceptorOptions{{Host: "127.0.0.1", Port: port, PortRange: 1, Cookie: c.opts.Cookie}}
 		if node, err = ergo.StartNode(name, options); err == nil {
 			c.mu.Lock()
 			c.addrs[name] = fmt.Sprintf("127.0.0.1:%d", port)

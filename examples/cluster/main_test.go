@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer that the demo's goroutines may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestStory plays the whole in-process story with -plain and checks that
+// every step ends with one leader that all live nodes follow, and that the
+// SVG timeline is well-formed with one lane per node.
+func TestStory(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "timeline.svg")
+	var out syncBuffer
+	// Timings a little wider than the defaults: a loaded CI box under -race
+	// must not turn a slow heartbeat into an election the story does not
+	// expect.
+	cfg, err := parseConfig([]string{
+		"-plain", "-pause", "0", "-timeline", svg,
+		"-election-min", "250", "-election-max", "500", "-heartbeat", "50",
+	}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	r, err := runDemo(ctx, cfg, &out)
+	if err != nil {
+		t.Fatalf("story failed: %v\noutput:\n%s", err, out.String())
+	}
+
+	var keys []string
+	for _, s := range r.Steps {
+		keys = append(keys, s.Key)
+		if s.OK == false || s.Leader == "" || s.Term == 0 {
+			t.Errorf("step %s (%s): ok=%v leader=%q term=%d", s.Key, s.Title, s.OK, s.Leader, s.Term)
+		}
+	}
+	if want := []string{"a", "b", "b'", "c", "d", "e"}; slices.Equal(keys, want) == false {
+		t.Errorf("steps %v, want %v", keys, want)
+	}
+	// Leadership moved when the leader was killed and when it was stopped,
+	// and stayed put through the partition and the heal.
+	for _, i := range []int{1, 5} {
+		if strings.Contains(r.Steps[i].Leader, " -> ") == false {
+			t.Errorf("step %s: leader %q did not move", r.Steps[i].Key, r.Steps[i].Leader)
+		}
+	}
+	if r.Steps[3].Leader != r.Steps[2].Leader || r.Steps[3].Term != r.Steps[2].Term {
+		t.Errorf("partition: leader %s term %d, before it %s term %d", r.Steps[3].Leader, r.Steps[3].Term, r.Steps[2].Leader, r.Steps[2].Term)
+	}
+	if strings.Contains(out.String(), "Summary:") == false {
+		t.Errorf("no summary in the output:\n%s", out.String())
+	}
+
+	checkTimeline(t, svg, cfg.nodes)
+}
+
+// svgDoc is as much of the timeline as the test reads.
+type svgDoc struct {
+	XMLName xml.Name `xml:"svg"`
+	Groups  []struct {
+		Class string `xml:"class,attr"`
+		Node  string `xml:"data-node,attr"`
+		Rects []struct {
+			Fill string `xml:"fill,attr"`
+		} `xml:"rect"`
+	} `xml:"g"`
+}
+
+func checkTimeline(t *testing.T, path string, nodes int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc svgDoc
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("timeline is not valid XML: %v", err)
+	}
+	var lanes []string
+	leaderSegments := 0
+	for _, g := range doc.Groups {
+		if g.Class != "lane" {
+			continue
+		}
+		lanes = append(lanes, g.Node)
+		if len(g.Rects) == 0 {
+			t.Errorf("lane %s has no segments", g.Node)
+		}
+		for _, r := range g.Rects {
+			if r.Fill == laneColor["leader"] {
+				leaderSegments++
+			}
+		}
+	}
+	// three leaders in the story: the first, the failover, the handover
+	if leaderSegments < 3 {
+		t.Errorf("timeline shows %d leader segments, want at least 3", leaderSegments)
+	}
+	if len(lanes) != nodes {
+		t.Errorf("timeline has %d lanes (%v), want %d", len(lanes), lanes, nodes)
+	}
+	slices.Sort(lanes)
+	if len(slices.Compact(slices.Clone(lanes))) != len(lanes) {
+		t.Errorf("duplicate lanes: %v", lanes)
+	}
+}
+
+// TestFlags rejects what the story cannot play.
+func TestFlags(t *testing.T) {
+	var out syncBuffer
+	for _, args := range [][]string{{"-nodes", "2"}, {"-join", "a@localhost"}, {"extra"}} {
+		if _, err := parseConfig(args, &out); err == nil {
+			t.Errorf("%v: accepted", args)
+		}
+	}
+}
+
+// TestSeparateNodes runs the multi-process mode three times in this
+// process: the nodes find each other through the built-in registrar, elect
+// one leader, and elect another when the leader's node is stopped.
+func TestSeparateNodes(t *testing.T) {
+	names := make([]string, 3)
+	for i := range names {
+		names[i] = fmt.Sprintf("leader-single-%d-%d@localhost", os.Getpid(), i)
+	}
+	type running struct {
+		out    *syncBuffer
+		cancel context.CancelFunc
+		done   chan error
+	}
+	nodes := make(map[string]*running)
+	for _, name := range names {
+		var join []string
+		for _, other := range names {
+			if other != name {
+				join = append(join, other)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &running{out: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+		nodes[name] = r
+		go func() {
+			r.done <- run(ctx, []string{"-name", name, "-join", strings.Join(join, ","), "-election-min", "250", "-election-max", "500"}, r.out)
+		}()
+	}
+	t.Cleanup(func() {
+		for _, r := range nodes {
+			r.cancel()
+			<-r.done
+		}
+	})
+
+	// agreed waits until the last line of every named node reports the same
+	// leader, which is one of them.
+	agreed := func(alive []string) string {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			leaders := make(map[string]bool)
+			for _, name := range alive {
+				leaders[lastLeader(nodes[name].out.String())] = true
+			}
+			if len(leaders) == 1 {
+				for l := range leaders {
+					if slices.Contains(alive, l) {
+						return l
+					}
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		for _, name := range alive {
+			t.Logf("%s:\n%s", name, nodes[name].out.String())
+		}
+		t.Fatalf("nodes %v did not agree on a leader", alive)
+		return ""
+	}
+
+	first := agreed(names)
+	nodes[first].cancel() // Ctrl-C: a graceful stop with handover
+	if err := <-nodes[first].done; err != nil {
+		t.Fatalf("%s: %v", first, err)
+	}
+	nodes[first].done <- nil // for the cleanup
+	second := agreed(slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == first }))
+	if second == first {
+		t.Fatalf("leadership did not move from %s", first)
+	}
+}
+
+// lastLeader returns the leader named by the last status line of a node's
+// output: "15:04:05.000 leader      term 1   leader n1@localhost   view 3 quorum 2".
+func lastLeader(output string) string {
+	lines := strings.Split(strings.TrimSpace(output), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		fields := strings.Fields(lines[i])
+		if len(fields) >= 6 && fields[2] == "term" && fields[4] == "leader" {
+			return fields[5]
+		}
+	}
+	return ""
+}

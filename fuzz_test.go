@@ -1,0 +1,110 @@
+package leader
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// FuzzElectionMessages feeds arbitrary sequences of protocol messages from
+// arbitrary senders, timers and downs into one election state. Nothing a
+// peer can send may panic it, move its term backwards, make it vote twice
+// in a term, or make it lead below the floor.
+func FuzzElectionMessages(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	f.Add([]byte{4, 1, 1, 5, 1, 1, 5, 2, 1, 9, 0, 0, 6, 1, 1})
+	f.Add([]byte{2, 0, 1, 3, 1, 1, 3, 2, 1, 10, 0, 0, 11, 0, 0, 7, 3, 255})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		options := Options{ClusterID: "c", Bootstrap: []gen.ProcessID{procID("b"), procID("c")}}
+		cfg, _, _ := options.resolve()
+		e := newElection(cfg, pid("a"), "leader", rand.New(rand.NewPCG(1, 2)), nil)
+		now := t0
+		e.start(now)
+		votes := map[uint64]gen.PID{}
+		peers := []string{"b", "c", "d", "e"}
+		for i := 0; i+2 < len(data) && i < 3*300; i += 3 {
+			kind, who, arg := data[i]%14, peers[int(data[i+1])%len(peers)], data[i+2]
+			term := uint64(arg % 8)
+			if arg == 255 {
+				term = ^uint64(0)
+			}
+			cluster := "c"
+			if arg == 254 {
+				cluster = "x"
+			}
+			now = now.Add(time.Duration(arg) * time.Millisecond)
+			from := pid(who)
+			before := e.term
+			switch kind {
+			case 0:
+				e.receive(now, from, msgHello{ClusterID: cluster, Term: term})
+			case 1:
+				e.receive(now, from, msgHelloReply{ClusterID: cluster, Term: term})
+			case 2:
+				e.receive(now, from, msgPreVote{ClusterID: cluster, Term: term, ViewSize: int(arg % 6)})
+			case 3:
+				e.receive(now, from, msgPreVoteReply{ClusterID: cluster, Term: term, Granted: arg%2 == 0})
+			case 4:
+				e.receive(now, from, msgVote{ClusterID: cluster, Term: term, ViewSize: int(arg % 6)})
+			case 5:
+				e.receive(now, from, msgVoteReply{ClusterID: cluster, Term: term, Granted: arg%3 != 0})
+			case 6:
+				leader := from
+				if arg%5 == 0 {
+					leader = pid("z")
+				}
+				e.receive(now, from, msgHeartbeat{ClusterID: cluster, Term: term, Leader: leader})
+			case 7:
+				e.receive(now, from, msgHeartbeatAck{ClusterID: cluster, Term: term})
+			case 8:
+				e.receive(now, from, msgTimeoutNow{ClusterID: cluster, Term: term})
+			case 9:
+				k := timerKind(arg % uint8(numTimers+1))
+				generation := uint64(0)
+				if k < numTimers {
+					generation = e.timers[k].generation
+				}
+				e.timer(now, k, generation)
+			case 10:
+				reason := gen.ErrNoConnection
+				if arg%2 == 0 {
+					reason = gen.TerminateReasonShutdown
+				}
+				e.down(now, from, reason)
+			case 11:
+				e.join(procID(who))
+			case 12:
+				e.now = now
+				e.leave(from.Node)
+			case 13:
+				e.handover(now, "fuzz")
+			}
+			if e.confirming {
+				e.confirmResult(now, arg%4 != 0, nil)
+			}
+			if e.role == roleLeader && e.unpublished {
+				e.published(now)
+			}
+			e.takeEffects()
+
+			if e.term < before {
+				t.Fatalf("term went back from %d to %d", before, e.term)
+			}
+			if e.term > maxTerm {
+				t.Fatalf("adopted an absurd term %d", e.term)
+			}
+			if e.votedFor != (gen.PID{}) {
+				if v, ok := votes[e.term]; ok && v != e.votedFor {
+					t.Fatalf("voted for %s and %s in term %d", v, e.votedFor, e.term)
+				}
+				votes[e.term] = e.votedFor
+			}
+			if e.role == roleLeader && e.belowFloor() {
+				t.Fatalf("leads with view %d below the floor", e.viewSize())
+			}
+		}
+		e.inspect(now)
+	})
+}

@@ -1,0 +1,129 @@
+package leader
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestJoinCountsAtOnceAndIsIdempotentPerNode(t *testing.T) {
+	h := newStateHarness(t, Options{})
+	assert.Equal(t, roleUnclustered, h.e.role, "a lone node is below the default floor")
+	h.e.join(procID("b"))
+	out := h.e.takeEffects()
+	assert.Len(t, sentTo[msgHello](out, "b"), 1, "Join opens negotiation")
+	h.e.join(procID("b"))
+	out = h.e.takeEffects()
+	assert.Empty(t, sentTo[msgHello](out, "b"), "a repeated Join does not re-dial within ElectionTimeoutMax")
+	assert.Equal(t, 2, h.e.viewSize())
+	h.e.join(procID("c"))
+	assert.Equal(t, 3, h.e.viewSize(), "a declared peer counts before it answers")
+	assert.Equal(t, roleFollower, h.e.role, "the floor is reached without any reply")
+	assert.True(t, h.e.timers[timerElection].armed)
+	h.e.join(procID("a"))
+	assert.Equal(t, 3, h.e.viewSize(), "joining itself is ignored")
+}
+
+func TestSenderOfAValidMessageBecomesAMember(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b")
+	h.recv("c", msgHello{ClusterID: "c", Name: "leader"})
+	assert.Equal(t, 3, h.e.viewSize())
+	assert.True(t, h.e.members["c"].pid == pid("c"))
+	h.recv("d", msgHello{ClusterID: "other"})
+	assert.Equal(t, 3, h.e.viewSize(), "another cluster's message admits nobody")
+}
+
+func TestLeaveIsStickyForOneElectionTimeout(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c", "d")
+	h.e.leave("d")
+	assert.Equal(t, 3, h.e.viewSize())
+	h.advance(100 * time.Millisecond)
+	h.recv("d", msgHeartbeatAck{ClusterID: "c"})
+	assert.Equal(t, 3, h.e.viewSize(), "in-flight traffic does not re-admit a withdrawn node")
+	assert.Equal(t, uint64(1), h.e.dropped["withdrawn"])
+	h.advance(300 * time.Millisecond)
+	h.recv("d", msgHello{ClusterID: "c"})
+	assert.Equal(t, 4, h.e.viewSize(), "after the sticky window a valid message admits it again")
+}
+
+func TestJoinOverridesLeave(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.e.leave("c")
+	h.e.join(procID("c"))
+	assert.Equal(t, 3, h.e.viewSize())
+	h.recv("c", msgHello{ClusterID: "c"})
+	assert.Equal(t, uint64(0), h.e.dropped["withdrawn"])
+}
+
+func TestConnectionLossKeepsMemberUntilGhostTTL(t *testing.T) {
+	h := newStateHarness(t, Options{GhostTTL: 1000}, "b", "c")
+	h.recv("c", msgHello{ClusterID: "c"})
+	require.True(t, h.e.down(h.now, pid("c"), gen.ErrNoConnection))
+	h.e.takeEffects()
+	assert.Equal(t, 3, h.e.viewSize(), "a blip must not lower quorum")
+	assert.Equal(t, gen.PID{}, h.e.members["c"].pid, "only how to reach it is forgotten")
+	assert.Contains(t, unreachableList(h.e), "c (0s ago)")
+	h.advance(999 * time.Millisecond)
+	assert.Equal(t, 3, h.e.viewSize())
+	h.advance(time.Millisecond)
+	out := h.fire(timerGhost)
+	assert.Equal(t, 2, h.e.viewSize(), "dropped after GhostTTL")
+	assert.Equal(t, roleUnclustered, h.e.role)
+	assert.Equal(t, []gen.PID{pid("c")}, out.left)
+}
+
+func TestComingBackBeforeGhostTTLKeepsTheMember(t *testing.T) {
+	h := newStateHarness(t, Options{GhostTTL: 1000}, "b", "c")
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.e.down(h.now, pid("c"), gen.ErrNoConnection)
+	h.advance(500 * time.Millisecond)
+	h.recv("c", msgHeartbeatAck{ClusterID: "c"})
+	h.advance(600 * time.Millisecond)
+	h.fire(timerGhost)
+	assert.Equal(t, 3, h.e.viewSize())
+	assert.Empty(t, unreachableList(h.e))
+}
+
+func TestRealTerminationRemovesAtOnce(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.e.down(h.now, pid("c"), errors.New("crashed"))
+	out := h.e.takeEffects()
+	assert.Equal(t, 2, h.e.viewSize())
+	assert.Equal(t, []gen.PID{pid("c")}, out.left)
+	assert.False(t, h.e.down(h.now, pid("x"), gen.ErrNoConnection), "a down for a non-member is the user's")
+}
+
+func TestLeaderBelowTheFloorStepsDown(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c"})
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.becomeLeader("b")
+	h.e.leave("c")
+	assert.Equal(t, roleUnclustered, h.e.role)
+	assert.False(t, h.e.timers[timerHeartbeat].armed)
+	assert.False(t, h.e.timers[timerElection].armed, "no campaign below the floor")
+	assert.Equal(t, gen.PID{}, h.e.leader)
+}
+
+func TestHeartbeatsGoOnlyToPeersThatAnswered(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c", "d")
+	h.recv("b", msgHello{ClusterID: "c"})
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.becomeLeader("b", "c")
+	h.advance(50 * time.Millisecond)
+	h.recv("b", msgHeartbeatAck{ClusterID: "c", Term: h.e.term})
+	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term})
+	out := h.fire(timerHeartbeat)
+	assert.Len(t, sentTo[msgHeartbeat](out, "b"), 1)
+	assert.Empty(t, sentTo[msgHeartbeat](out, "d"), "d never answered")
+	for _, o := range out.sends {
+		if o.node == "d" {
+			assert.Equal(t, procID("d"), o.to, "an unanswered peer is reached by name")
+		}
+	}
+}

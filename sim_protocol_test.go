@@ -1,0 +1,227 @@
+package leader
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// Evidence for the mechanisms beyond the documented protocol: pre-vote,
+// response-based quorum, graceful handover and fast failover. Each runs
+// with the mechanism on and off, so the test shows the mechanism at work,
+// not luck. Times here are virtual, so asserting on them is deterministic.
+
+// settledCluster starts five nodes and runs until they agree on a leader.
+func settledCluster(t *testing.T, seed uint64, switches protocolSwitches) (*simulator, *simCluster, []gen.Atom) {
+	t.Helper()
+	s := newSimTest(t, seed, lanNetwork())
+	options := simOptions()
+	options.GhostTTL = 600_000 // a converged view throughout
+	c, names := startSimCluster(s, 5, options, switches)
+	if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
+		t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
+	}
+	return s, c, names
+}
+
+// rejoinDisrupts isolates two followers for ten maximum election timeouts,
+// heals, and reports whether the majority's leader or term changed.
+func rejoinDisrupts(t *testing.T, seed uint64, switches protocolSwitches) bool {
+	s, c, names := settledCluster(t, seed, switches)
+	leader := c.leaders()[0]
+	term := leader.Term()
+	var minority, majority []gen.Atom
+	for _, name := range names {
+		if name != leader.PID().Node && len(minority) < 2 {
+			minority = append(minority, name)
+		} else {
+			majority = append(majority, name)
+		}
+	}
+	c.partition(majority, minority)
+	s.runFor(10 * 300 * time.Millisecond)
+	c.heal()
+	if _, ok := c.runUntilConverged(livenessBound(c.cfg())); ok == false {
+		t.Fatalf("seed %d: no convergence after heal\n%s", seed, s.report())
+	}
+	requireNoViolation(t, s)
+	for _, name := range majority {
+		if b := c.actors[name]; b.Term() != term || b.Leader() != leader.PID() {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSimulationPreVotePreventsDisruptiveRejoin(t *testing.T) {
+	seeds := uint64(seedCount(t, 1000))
+	for seed := uint64(1); seed <= seeds; seed++ {
+		if rejoinDisrupts(t, seed, protocolSwitches{}) {
+			t.Fatalf("seed %d: with pre-vote, the healed minority changed the majority's leader or term", seed)
+		}
+	}
+	disrupted := 0
+	for seed := uint64(1); seed <= 50; seed++ {
+		if rejoinDisrupts(t, seed, protocolSwitches{noPreVote: true}) {
+			disrupted++
+		}
+	}
+	if disrupted < 45 {
+		t.Fatalf("without pre-vote only %d of 50 rejoins disrupted the leader; the scenario does not show the mechanism", disrupted)
+	}
+	t.Logf("%d seeds without disruption with pre-vote; %d of 50 disrupted without it", seeds, disrupted)
+}
+
+// asymmetricLeader blackholes every link into the leader and reports
+// whether it stepped down, and how many others lead afterwards.
+func asymmetricLeader(t *testing.T, seed uint64, switches protocolSwitches) (steppedDown bool, within time.Duration, others int) {
+	s, c, names := settledCluster(t, seed, switches)
+	leader := c.leaders()[0]
+	for _, name := range names {
+		if name != leader.PID().Node {
+			c.blackhole(name, leader.PID().Node)
+		}
+	}
+	cut := s.now
+	for leader.IsLeader() && s.now.Sub(cut) < 2*time.Second {
+		s.runFor(time.Millisecond)
+	}
+	within = s.now.Sub(cut)
+	s.runFor(3 * time.Second)
+	requireNoViolation(t, s)
+	for _, b := range c.leaders() {
+		if b != leader {
+			others++
+		}
+	}
+	return leader.IsLeader() == false, within, others
+}
+
+func TestSimulationResponseQuorumUnseatsAHalfOpenLeader(t *testing.T) {
+	cfg := simOptions()
+	bound := time.Duration(cfg.ElectionTimeoutMin+cfg.HeartbeatInterval)*time.Millisecond + lanNetwork().maxDelay
+	for seed := uint64(1); seed <= 200; seed++ {
+		down, within, others := asymmetricLeader(t, seed, protocolSwitches{})
+		if down == false || within > bound {
+			t.Fatalf("seed %d: the leader that hears nobody stepped down=%v after %s (bound %s)", seed, down, within, bound)
+		}
+		if others != 1 {
+			t.Fatalf("seed %d: %d leaders emerged on the side that hears itself, want 1", seed, others)
+		}
+	}
+	if down, _, _ := asymmetricLeader(t, 1, protocolSwitches{noResponseQuorum: true}); down {
+		t.Fatal("with the reference rule (accepted sends count) the half-open leader should have kept leading")
+	}
+}
+
+// handoverGap stops the leader gracefully and measures the time from its
+// HandleBecomeFollower to the next HandleBecomeLeader anywhere.
+func handoverGap(t *testing.T, seed uint64, switches protocolSwitches, viaStop bool) time.Duration {
+	s, c, _ := settledCluster(t, seed, switches)
+	leader := c.leaders()[0]
+	name := leader.PID().Node
+	if viaStop {
+		c.stop(name)
+	} else {
+		c.command(name, 0, simStepDown{})
+	}
+	s.runFor(time.Microsecond)
+	if leader.state.role == roleLeader {
+		t.Fatalf("seed %d: the leader did not stand down", seed)
+	}
+	begin := s.now
+	for len(c.leaders()) == 0 && s.now.Sub(begin) < 2*time.Second {
+		s.runFor(100 * time.Microsecond)
+	}
+	requireNoViolation(t, s)
+	if l := c.leaders(); len(l) != 1 || l[0] == leader {
+		t.Fatalf("seed %d: no new leader after the handover\n%s", seed, s.report())
+	}
+	return s.now.Sub(begin)
+}
+
+func TestSimulationGracefulHandover(t *testing.T) {
+	cfg := simOptions()
+	bound := time.Duration(cfg.HeartbeatInterval+10) * time.Millisecond
+	var with, without []time.Duration
+	for seed := uint64(1); seed <= 100; seed++ {
+		with = append(with, handoverGap(t, seed, protocolSwitches{}, seed%2 == 0))
+		without = append(without, handoverGap(t, seed, protocolSwitches{noHandover: true, noFastFailover: true}, seed%2 == 0))
+	}
+	slices.Sort(with)
+	slices.Sort(without)
+	if p99 := with[98]; p99 >= bound {
+		t.Fatalf("handover gap p99 %s, want under HeartbeatInterval+10ms = %s", p99, bound)
+	}
+	if without[0] < time.Duration(cfg.ElectionTimeoutMin)*time.Millisecond {
+		t.Fatalf("without handover the gap was %s, under ElectionTimeoutMin: the test does not show the mechanism", without[0])
+	}
+	t.Logf("handover gap (virtual): with p50 %s p99 %s max %s; without p50 %s min %s", with[50], with[98], with[99], without[50], without[0])
+}
+
+// crashGap crashes the leader's node and measures the time until every
+// survivor follows one new leader.
+func crashGap(t *testing.T, seed uint64, switches protocolSwitches) time.Duration {
+	s, c, _ := settledCluster(t, seed, switches)
+	c.crash(c.leaders()[0].PID().Node)
+	took, ok := c.runUntilConverged(5 * time.Second)
+	requireNoViolation(t, s)
+	if ok == false {
+		t.Fatalf("seed %d: no new leader after the crash\n%s", seed, s.report())
+	}
+	return took
+}
+
+func TestSimulationFastFailoverAfterObservedDown(t *testing.T) {
+	seeds := seedCount(t, 1000)
+	var fast []time.Duration
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		fast = append(fast, crashGap(t, seed, protocolSwitches{}))
+	}
+	var slow []time.Duration
+	for seed := uint64(1); seed <= 50; seed++ {
+		slow = append(slow, crashGap(t, seed, protocolSwitches{noFastFailover: true}))
+	}
+	slices.Sort(fast)
+	slices.Sort(slow)
+	p := func(list []time.Duration, q float64) time.Duration { return list[min(len(list)-1, int(q*float64(len(list))))] }
+	if p(fast, 0.99) >= 50*time.Millisecond {
+		t.Fatalf("failover after an observed down: p99 %s, want under 50ms", p(fast, 0.99))
+	}
+	if slow[0] < 150*time.Millisecond {
+		t.Fatalf("without fast failover the gap was %s: the test does not show the mechanism", slow[0])
+	}
+	t.Logf("leaderless gap after a leader crash (virtual): fast p50 %s p90 %s p99 %s max %s; without: p50 %s", p(fast, 0.5), p(fast, 0.9), p(fast, 0.99), p(fast, 1), p(slow, 0.5))
+}
+
+// TestSimulationSpuriousLeaderDown: one follower's connection to a healthy
+// leader flaps, repeatedly. Its early pre-votes are refused by the others,
+// who still hear the leader: no leader change, no term change.
+func TestSimulationSpuriousLeaderDown(t *testing.T) {
+	for seed := uint64(1); seed <= 200; seed++ {
+		s, c, names := settledCluster(t, seed, protocolSwitches{})
+		leader := c.leaders()[0]
+		term := leader.Term()
+		var follower gen.Atom
+		for _, name := range names {
+			if name != leader.PID().Node {
+				follower = name
+				break
+			}
+		}
+		for flap := 0; flap < 10; flap++ {
+			s.disconnect(follower, leader.PID().Node)
+			s.runFor(time.Duration(20+s.rng.IntN(400)) * time.Millisecond)
+		}
+		s.runFor(time.Second)
+		requireNoViolation(t, s)
+		if leader.IsLeader() == false || leader.Term() != term {
+			t.Fatalf("seed %d: a flapping follower link disrupted the leader (term %d -> %d)\n%s", seed, term, leader.Term(), s.report())
+		}
+		if c.converged() == false {
+			t.Fatalf("seed %d: the flapping follower did not come back\n%s", seed, s.report())
+		}
+	}
+}
