@@ -186,7 +186,9 @@ func TestSimulationFastFailoverAfterObservedDown(t *testing.T) {
 	}
 	slices.Sort(fast)
 	slices.Sort(slow)
-	p := func(list []time.Duration, q float64) time.Duration { return list[min(len(list)-1, int(q*float64(len(list))))] }
+	p := func(list []time.Duration, q float64) time.Duration {
+		return list[min(len(list)-1, int(q*float64(len(list))))]
+	}
 	if p(fast, 0.99) >= 50*time.Millisecond {
 		t.Fatalf("failover after an observed down: p99 %s, want under 50ms", p(fast, 0.99))
 	}
