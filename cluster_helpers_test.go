@@ -85,6 +85,8 @@ const (
 	cbLeader cbKind = iota
 	cbFollower
 	cbTerminate
+	cbPeerJoined
+	cbPeerLeft
 )
 
 func (k cbKind) String() string {
@@ -93,6 +95,10 @@ func (k cbKind) String() string {
 		return "BecomeLeader"
 	case cbFollower:
 		return "BecomeFollower"
+	case cbPeerJoined:
+		return "PeerJoined"
+	case cbPeerLeft:
+		return "PeerLeft"
 	}
 	return "Terminate"
 }
@@ -104,14 +110,17 @@ type cbEvent struct {
 	node    gen.Atom
 	pid     gen.PID
 	term    uint64  // Term() when the callback ran
-	leader  gen.PID // HandleBecomeFollower's argument
+	leader  gen.PID // HandleBecomeFollower's argument, or the peer of HandlePeer*
 	at      time.Time
 }
 
 func (e cbEvent) String() string {
 	s := fmt.Sprintf("%s %s %s %s term=%d", e.at.Format("15:04:05.000000"), e.cluster, e.node, e.kind, e.term)
-	if e.kind == cbFollower {
+	switch e.kind {
+	case cbFollower:
 		s += " leader=" + string(e.leader.Node)
+	case cbPeerJoined, cbPeerLeft:
+		s += " peer=" + string(e.leader.Node) + " " + e.leader.String()
 	}
 	return s
 }
@@ -372,6 +381,16 @@ func (a *testActor) HandleBecomeFollower(leader gen.PID) error {
 	return nil
 }
 
+func (a *testActor) HandlePeerJoined(peer gen.PID) error {
+	a.record(cbPeerJoined, peer)
+	return nil
+}
+
+func (a *testActor) HandlePeerLeft(peer gen.PID) error {
+	a.record(cbPeerLeft, peer)
+	return nil
+}
+
 func (a *testActor) Terminate(reason error) {
 	a.record(cbTerminate, gen.PID{})
 }
@@ -418,7 +437,7 @@ func newRealCluster(t *testing.T, cfg clConfig) *realCluster {
 		if problems := c.rec.violations(); len(problems) > 0 {
 			t.Errorf("callback invariants violated:\n%s", strings.Join(problems, "\n"))
 		}
-		if t.Failed() {
+		if t.Failed() || os.Getenv("LEADER_TEST_DUMP") != "" {
 			t.Logf("callbacks:\n%s", c.rec.dump())
 			t.Logf("last log lines:\n%s", c.logs)
 		}

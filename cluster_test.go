@@ -124,6 +124,42 @@ func TestClusterLeaderNodeStops(t *testing.T) {
 	}
 }
 
+// Membership / a peer going down: a process that terminated with a real
+// reason leaves the view at once, and stays out. A leader stopped gracefully
+// sends its last messages (the handover) just before it dies, and its down
+// travels with high priority, so it can overtake them; those in-flight
+// messages must not re-admit the dead process as a member.
+func TestClusterStoppedLeaderStaysRemoved(t *testing.T) {
+	tm := clusterFastTimings
+	tm.ghost = 2000 // bounds how long a wrongly re-admitted member lingers
+	const cluster = "removed"
+	c := newRealCluster(t, clConfig{})
+	c.spawnAll(c.addNodes(5), tm.options(cluster, 3), protocolSwitches{})
+	for run := range 10 {
+		old, _ := c.waitLeader(c.live(), clActorName, clConverge)
+		oldPID := c.pid(old, clActorName)
+		c.stopNode(old, true) // discovery stops listing it too
+		survivors := c.live()
+		c.waitLeader(survivors, clActorName, clConverge)
+		c.waitViews(survivors, clActorName, len(survivors), tm.ghostTTL()+clConverge)
+
+		for _, i := range survivors {
+			var left bool
+			for _, e := range c.rec.find(func(e cbEvent) bool { return e.node == c.name(i) && e.leader == oldPID }) {
+				switch e.kind {
+				case cbPeerLeft:
+					left = true
+				case cbPeerJoined:
+					require.False(t, left, "run %d: %s re-admitted the stopped leader %s after removing it: %s",
+						run, c.name(i), oldPID, e)
+				}
+			}
+		}
+		c.mustSpawn(c.addNode(), clActorSpec{options: tm.options(cluster, 3)})
+		c.waitViews(c.live(), clActorName, 5, clConverge)
+	}
+}
+
 // Partitions and Healing, the walkthrough: five nodes, leader A. Split
 // {A,B,C} | {D,E}: A keeps leading at the same term and D, E elect nobody,
 // their views staying at five. Heal: one leader, the same one. Then the

@@ -1,0 +1,104 @@
+// Package leader elects exactly one coordinator among the nodes of an ergo
+// cluster and tells your code when this node gains and loses that role.
+//
+// Embed Actor in your actor, implement Init, HandleBecomeLeader and
+// HandleBecomeFollower, register NetworkTypes on the application that hosts
+// it, and the work that must run in one place starts and stops on its own:
+//
+//	type coordinator struct {
+//		leader.Actor
+//	}
+//
+//	func (c *coordinator) Init(args ...any) (leader.Options, error) {
+//		return leader.Options{ClusterID: "scheduler", MinClusterSize: 3, Bootstrap: peers}, nil
+//	}
+//
+//	func (c *coordinator) HandleBecomeLeader() error {
+//		// start the singleton work
+//		return nil
+//	}
+//
+//	func (c *coordinator) HandleBecomeFollower(leader gen.PID) error {
+//		// stop it; leader is empty when no leader is known
+//		return nil
+//	}
+//
+// # Setup
+//
+// Register the wire types on every node, before it connects to peers, in
+// gen.ApplicationSpec.Network.RegisterTypes (or with
+// node.Network().RegisterTypes). Init refuses to start without them.
+//
+// Decide MinClusterSize: the smallest view that may have a leader at all.
+// Set it above half the expected node count if two disjoint groups must
+// never both elect a leader.
+//
+// Discovery is yours: call Join with the peers you find, from a handler and
+// on a timer, and Leave when your discovery stops listing a node.
+//
+// # How it works
+//
+// A Raft-style election without a log: terms, votes and heartbeats. A node
+// needs the votes of a majority of its view, counting itself, and a voter
+// grants one vote per term, so two nodes with the same view can never lead
+// the same term. A higher term always wins.
+//
+// Beyond the documented protocol, three mechanisms are on by default:
+//
+//   - Pre-vote. Before raising its term a node asks whether it could win.
+//     A voter agrees only if it has not heard a live leader within
+//     ElectionTimeoutMin (or saw that leader's down). A node that cannot win,
+//     such as the minority side of a partition, never inflates the term, so
+//     its return does not depose a healthy leader.
+//   - Response-based quorum check. Followers acknowledge heartbeats; a
+//     leader that has not received acknowledgements (or grants) from a
+//     quorum within ElectionTimeoutMin steps down on its next heartbeat
+//     tick. A half-open link, where the leader's sends still succeed but
+//     nothing comes back, does not keep it in office.
+//   - Fast failover and handover. A follower that receives a down for its
+//     leader's PID pre-votes after a few milliseconds instead of a full
+//     election timeout; the delay is staggered by rank so one candidate
+//     usually goes first. Voters agree only if they lost the leader too, so
+//     one follower whose own link flapped cannot disrupt a healthy leader.
+//     A leader that stops on purpose (StepDown, or a normal or shutdown
+//     termination) stands down and tells its most recently heard follower
+//     to campaign at once.
+//
+// The roles and what moves a node between them:
+//
+//	                view >= MinClusterSize
+//	  unclustered ───────────────────────────► follower ◄──────────────────┐
+//	       ▲          view < MinClusterSize        │                       │
+//	       └───────────────(from any role)─────────┤ election timeout, or  │
+//	                                               │ leader's down + rank  │
+//	                                               ▼ delay, or TimeoutNow  │
+//	                                      [pre-vote round] ── refused ─────┤
+//	                                               │ granted by a quorum   │
+//	                                               ▼   (skipped on         │
+//	                                           candidate   TimeoutNow)     │
+//	             higher term, another leader,      │ term+1, vote for self │
+//	             round timeout ◄───────────────────┤                       │
+//	                                               │ grants from a quorum  │
+//	                                               ▼                       │
+//	                                   HandleConfirmLeader ── false/error ─┤ (backoff)
+//	                                               │ true                  │
+//	                                               ▼                       │
+//	                                  leader (HandleBecomeLeader) ─────────┘
+//	                    higher term, no acks from a quorum within
+//	                    ElectionTimeoutMin, view below the floor,
+//	                    StepDown or a graceful stop (handover)
+//
+// A pre-vote round keeps the role (follower or candidate): it changes no
+// state anywhere, which is the point of it.
+//
+// # Guarantees
+//
+// Within a cluster whose members share one view, at most one leader per
+// term. A partition of a converged cluster elects on the majority side only:
+// a lost connection keeps the member in the view until GhostTTL. Diverged
+// views (a cold start where groups never met, members lost for real, or
+// GhostTTL expiring during a long partition) form separate clusters, each
+// with its own leader, until they meet again. Nothing is persisted; if
+// leadership authorises something irreversible, gate it on an external
+// authority with HandleConfirmLeader and fence it with a monotonic token.
+package leader
