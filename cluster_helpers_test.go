@@ -51,6 +51,12 @@ var (
 	// clusterFastTimings keep the tests short; HeartbeatInterval stays at a fifth of
 	// ElectionTimeoutMin so a follower tolerates a few lost heartbeats.
 	clusterFastTimings = clusterTimings{min: 100, max: 200, hb: 20, ghost: 1000}
+	// clusterSteadyTimings are for the tests that assert that nothing
+	// happens (no leader change, no term increment) while two of five nodes
+	// are away, so that a quorum hangs on every single remaining follower:
+	// a longer ElectionTimeoutMin keeps a scheduling stall of a loaded CI
+	// box from looking like a lost quorum.
+	clusterSteadyTimings = clusterTimings{min: 200, max: 400, hb: 25, ghost: 60000}
 	// clusterDefaultTimings are the library's defaults (150/300/50/5000).
 	clusterDefaultTimings = clusterTimings{min: DefaultElectionTimeoutMin, max: DefaultElectionTimeoutMax, hb: DefaultHeartbeatInterval, ghost: DefaultGhostTTL}
 )

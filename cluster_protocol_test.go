@@ -84,8 +84,7 @@ func TestClusterPreVoteRejoin(t *testing.T) {
 			name = "without pre-vote"
 		}
 		t.Run(name, func(t *testing.T) {
-			tm := clusterFastTimings
-			tm.ghost = 60000 // the isolated keep their view, and keep campaigning
+			tm := clusterSteadyTimings // the isolated keep their view of five, and keep campaigning
 			c := newRealCluster(t, clConfig{})
 			all := c.addNodes(5)
 			switches := protocolSwitches{noPreVote: preVote == false}
@@ -165,8 +164,7 @@ func TestClusterAsymmetricPartition(t *testing.T) {
 			name = "send quorum"
 		}
 		t.Run(name, func(t *testing.T) {
-			tm := clusterFastTimings
-			tm.ghost = 60000
+			tm := clusterSteadyTimings
 			c := newRealCluster(t, clConfig{})
 			all := c.addNodes(5)
 			c.spawnAll(all, tm.options("asymmetric", 3), protocolSwitches{noResponseQuorum: responseQuorum == false})

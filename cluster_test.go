@@ -167,8 +167,8 @@ func TestClusterStoppedLeaderStaysRemoved(t *testing.T) {
 // one election timeout (plus a heartbeat) and the majority elects. Heal:
 // one leader, views back to five everywhere.
 func TestClusterPartitionWalkthrough(t *testing.T) {
-	tm := clusterFastTimings
-	tm.ghost = 60000 // the walkthrough's views stay at five: no ghost expires during it
+	// The walkthrough's views stay at five: no ghost expires during it.
+	tm := clusterSteadyTimings
 	c := newRealCluster(t, clConfig{})
 	all := c.addNodes(5)
 	c.spawnAll(all, tm.options("walkthrough", 3), protocolSwitches{})
@@ -432,8 +432,8 @@ func TestClusterTwoClusterIDsAreIndependent(t *testing.T) {
 	c := newRealCluster(t, clConfig{})
 	all := c.addNodes(4)
 	alphaNodes := all[:3]
-	alphaOptions := clusterFastTimings.options("alpha", 3)
-	betaOptions := clusterFastTimings.options("beta", 3)
+	alphaOptions := clusterSteadyTimings.options("alpha", 3)
+	betaOptions := clusterSteadyTimings.options("beta", 3)
 
 	// alpha runs on three nodes.
 	for _, i := range alphaNodes {

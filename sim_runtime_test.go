@@ -84,6 +84,7 @@ type simulator struct {
 	failures []string
 	check    *checker
 	logs     bool
+	warnings []string // every warning and error logged, for tests to assert on
 }
 
 type simNode struct {
@@ -607,6 +608,9 @@ type simLog struct {
 }
 
 func (l *simLog) line(level, format string, args ...any) {
+	if level == "warning" || level == "error" {
+		l.p.sim.warnings = append(l.p.sim.warnings, fmt.Sprintf(format, args...))
+	}
 	if l.p.sim.logs {
 		l.p.sim.note("%s [%s] %s", l.p.pid.Node, level, fmt.Sprintf(format, args...))
 	}

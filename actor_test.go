@@ -1,0 +1,188 @@
+package leader
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests of the Actor's plumbing on one simulated node: the mailbox loop,
+// callbacks and their defaults, exits, calls and inspection.
+
+// bareActor implements nothing but Init: every other callback is Actor's
+// default.
+type bareActor struct {
+	Actor
+	options Options
+}
+
+func (b *bareActor) Init(args ...any) (Options, error) { return b.options, nil }
+
+// spawnSolo starts behavior on a fresh simulated node with virtual time.
+func spawnSolo(t *testing.T, behavior gen.ProcessBehavior, actor *Actor) (*simulator, *simProcess) {
+	t.Helper()
+	s := newSimTest(t, 1, lanNetwork())
+	actor.clock = func() time.Time { return s.now }
+	actor.rng = rand.New(rand.NewPCG(1, 2))
+	n := s.addNode("solo@sim")
+	p, err := s.spawn(n, "leader", behavior)
+	require.NoError(t, err)
+	return s, p
+}
+
+func soloOptions() Options {
+	return Options{ClusterID: "solo", MinClusterSize: 1, ElectionTimeoutMin: 150, ElectionTimeoutMax: 300, HeartbeatInterval: 50}
+}
+
+func hasWarning(s *simulator, part string) bool {
+	for _, w := range s.warnings {
+		if strings.Contains(w, part) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDefaultCallbacksWarn(t *testing.T) {
+	b := &bareActor{options: soloOptions()}
+	s, p := spawnSolo(t, b, &b.Actor)
+	assert.True(t, hasWarning(s, "MinClusterSize is 1"), "the documented startup warning")
+	s.runFor(time.Second)
+	require.True(t, b.IsLeader(), "a lone node with MinClusterSize 1 appoints itself")
+	assert.True(t, hasWarning(s, "HandleBecomeLeader is not implemented"))
+	assert.Equal(t, gen.ProcessKindLeader, p.kind)
+
+	p.push(p.mailbox.Main, gen.MailboxMessageTypeRegular, pid("x"), "hello")
+	assert.True(t, hasWarning(s, "HandleMessage is not implemented"))
+	p.push(p.mailbox.Main, gen.MailboxMessageTypeEvent, pid("x"), gen.MessageEvent{})
+	assert.True(t, hasWarning(s, "HandleEvent is not implemented"))
+	p.push(p.mailbox.Main, gen.MailboxMessageTypeSpan, pid("x"), gen.TracingSpan{})
+	assert.True(t, hasWarning(s, "HandleSpan is not implemented"))
+	p.mailbox.Log.Push(gen.MessageLog{})
+	p.run()
+	assert.True(t, hasWarning(s, "HandleLog is not implemented"))
+
+	// API methods run inside callbacks; the actor performs their effects
+	// when the callback returns, so drive one more message through
+	require.NoError(t, b.StepDown())
+	p.push(p.mailbox.Main, gen.MailboxMessageTypeRegular, pid("x"), "after step-down")
+	assert.True(t, hasWarning(s, "HandleBecomeFollower is not implemented"))
+	assert.ErrorIs(t, b.StepDown(), ErrNotLeader)
+	assert.NotEqual(t, gen.ProcessStateTerminated, p.state)
+}
+
+// recordingActor records its callbacks and can be told to refuse.
+type recordingActor struct {
+	Actor
+	options      Options
+	events       []string
+	refuse       error
+	callResult   any
+	callErr      error
+	inspectExtra map[string]string
+}
+
+func (r *recordingActor) Init(args ...any) (Options, error) { return r.options, nil }
+func (r *recordingActor) HandleBecomeLeader() error {
+	r.events = append(r.events, "leader")
+	return r.refuse
+}
+func (r *recordingActor) HandleBecomeFollower(leader gen.PID) error {
+	r.events = append(r.events, "follower:"+string(leader.Node))
+	return nil
+}
+func (r *recordingActor) HandleMessage(from gen.PID, message any) error {
+	r.events = append(r.events, "message")
+	return nil
+}
+func (r *recordingActor) HandleCall(from gen.PID, ref gen.Ref, request any) (any, error) {
+	return r.callResult, r.callErr
+}
+func (r *recordingActor) HandleInspect(from gen.PID, item ...string) map[string]string {
+	return r.inspectExtra
+}
+func (r *recordingActor) Terminate(reason error) {
+	r.events = append(r.events, "terminate:"+reason.Error())
+}
+
+func TestHandleBecomeLeaderErrorRollsBackAndTerminates(t *testing.T) {
+	refusal := errors.New("cannot honour leadership")
+	r := &recordingActor{options: soloOptions(), refuse: refusal}
+	s, p := spawnSolo(t, r, &r.Actor)
+	s.runFor(time.Second)
+	assert.Equal(t, gen.ProcessStateTerminated, p.state)
+	assert.Equal(t, []string{"leader", "terminate:" + refusal.Error()}, r.events)
+	assert.False(t, r.IsLeader(), "the transition was rolled back")
+}
+
+func TestExitsTerminateUnlessTrapped(t *testing.T) {
+	r := &recordingActor{options: soloOptions()}
+	_, p := spawnSolo(t, r, &r.Actor)
+	r.SetTrapExit(true)
+	assert.True(t, r.TrapExit())
+	p.push(p.mailbox.Urgent, gen.MailboxMessageTypeExit, pid("x"), gen.MessageExitPID{PID: pid("x"), Reason: errors.New("linked child died")})
+	assert.NotEqual(t, gen.ProcessStateTerminated, p.state, "a trapped exit from a non-parent is a message")
+	assert.Contains(t, r.events, "message")
+
+	p.push(p.mailbox.Urgent, gen.MailboxMessageTypeExit, p.Parent(), gen.MessageExitPID{PID: p.Parent(), Reason: gen.TerminateReasonShutdown})
+	assert.Equal(t, gen.ProcessStateTerminated, p.state, "an exit from the parent always terminates")
+
+	r2 := &recordingActor{options: soloOptions()}
+	_, p2 := spawnSolo(t, r2, &r2.Actor)
+	p2.push(p2.mailbox.Urgent, gen.MailboxMessageTypeExit, pid("x"), gen.MessageExitPID{PID: pid("x"), Reason: errors.New("boom")})
+	assert.Equal(t, gen.ProcessStateTerminated, p2.state, "untrapped, any exit terminates")
+}
+
+func TestCallErrorsGoToTheCaller(t *testing.T) {
+	r := &recordingActor{options: soloOptions(), callErr: gen.ErrNotAllowed}
+	_, p := spawnSolo(t, r, &r.Actor)
+	p.push(p.mailbox.Main, gen.MailboxMessageTypeRequest, pid("x"), "request")
+	assert.NotEqual(t, gen.ProcessStateTerminated, p.state, "rejecting a call does not stop the actor")
+	r.callErr = gen.TerminateReasonNormal
+	p.push(p.mailbox.Main, gen.MailboxMessageTypeRequest, pid("x"), "request")
+	assert.Equal(t, gen.ProcessStateTerminated, p.state)
+}
+
+func TestPanicIsRecovered(t *testing.T) {
+	b := &panickingActor{}
+	b.options = soloOptions()
+	s, p := spawnSolo(t, b, &b.Actor)
+	p.push(p.mailbox.Main, gen.MailboxMessageTypeRegular, pid("x"), "boom")
+	assert.Equal(t, gen.ProcessStateTerminated, p.state)
+	require.NotEmpty(t, s.failures, "the simulator reports a panic termination")
+}
+
+type panickingActor struct{ bareActor }
+
+func (b *panickingActor) HandleMessage(from gen.PID, message any) error { panic("boom") }
+
+func TestInitRejectsBadOptionsAndNonBehaviors(t *testing.T) {
+	s := newSimTest(t, 1, lanNetwork())
+	n := s.addNode("solo@sim")
+	_, err := s.spawn(n, "leader", &bareActor{options: Options{}})
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	_, err = s.spawn(n, "other", &Actor{})
+	assert.ErrorContains(t, err, "does not implement leader.ActorBehavior")
+}
+
+func TestJoinFromInitIsAppliedAfterTheOptions(t *testing.T) {
+	b := &joinInInit{}
+	b.options = Options{ClusterID: "c"}
+	_, _ = spawnSolo(t, b, &b.Actor)
+	assert.Equal(t, 3, b.state.viewSize())
+	assert.Equal(t, "c", b.ClusterID())
+}
+
+type joinInInit struct{ bareActor }
+
+func (b *joinInInit) Init(args ...any) (Options, error) {
+	b.Join(procID("b"))
+	b.Join(procID("c"))
+	return b.options, nil
+}

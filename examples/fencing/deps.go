@@ -1,6 +1,0 @@
-package fencing
-
-import (
-	_ "github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite"
-)

@@ -1,0 +1,72 @@
+package leader
+
+import (
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// specKeys are the keys the documentation promises.
+var specKeys = []string{
+	"ergo:state", "ergo:leader", "ergo:leader_pid", "ergo:leader_node", "ergo:term", "ergo:voted_for", "ergo:term_changed_at",
+	"ergo:cluster", "ergo:view_size", "ergo:quorum", "ergo:min_cluster_size", "ergo:peers", "ergo:peers_list", "ergo:declared",
+	"ergo:bootstrap", "ergo:unreachable", "ergo:ghost_ttl",
+	"ergo:votes_granted", "ergo:votes_count",
+	"ergo:election_timer_armed", "ergo:heartbeat_timer_armed", "ergo:heartbeat_in_last", "ergo:heartbeat_out_last",
+	"ergo:election_timeout_min", "ergo:election_timeout_max", "ergo:heartbeat_interval",
+	"ergo:dropped_by_reason", "ergo:send_failing_peers", "ergo:confirm_denied", "ergo:last_denied_at",
+}
+
+func TestInspectHasEveryDocumentedKey(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	all := h.e.inspect(h.now)
+	for _, key := range specKeys {
+		assert.Contains(t, all, key)
+	}
+	help := h.e.inspect(h.now, "help")
+	for _, key := range specKeys {
+		assert.NotEmpty(t, help[key], "help describes %s", key)
+	}
+	assert.Equal(t, "follower", all["ergo:state"])
+	assert.Equal(t, "3", all["ergo:view_size"])
+	assert.Equal(t, "2", all["ergo:quorum"])
+	assert.Equal(t, "leader@b,leader@c", all["ergo:bootstrap"])
+	assert.Equal(t, "b,c", all["ergo:declared"])
+	assert.Equal(t, "never", all["ergo:heartbeat_in_last"])
+	assert.Equal(t, "150ms", all["ergo:election_timeout_min"])
+	assert.Equal(t, "true", all["ergo:election_timer_armed"])
+}
+
+func TestInspectFiltersAndMarksUnknownItems(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	got := h.e.inspect(h.now, "ergo:term", "no-such-key")
+	assert.Equal(t, map[string]string{"ergo:term": "0", "no-such-key": "<unknown item>"}, got)
+}
+
+func TestInspectProblemsAreVisible(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "other"})
+	h.recv("b", msgHello{ClusterID: "other"})
+	h.recv("c", msgVote{ClusterID: "c", Term: ^uint64(0)})
+	h.e.sendResult("c", gen.ErrNoRoute)
+	got := h.e.inspect(h.now)
+	assert.Equal(t, "absurd_term=1,cluster_mismatch=2", got["ergo:dropped_by_reason"])
+	assert.Equal(t, "c (no route)", got["ergo:send_failing_peers"])
+}
+
+func TestInspectMergesTheBehaviorsKeysOnTop(t *testing.T) {
+	r := &recordingActor{options: soloOptions(), inspectExtra: map[string]string{"jobs": "3", "ergo:term": "mine"}}
+	s, _ := spawnSolo(t, r, &r.Actor)
+	s.runFor(time.Second)
+	got := r.inspectMerged(gen.PID{})
+	assert.Equal(t, "3", got["jobs"])
+	assert.Equal(t, "mine", got["ergo:term"], "a key named with the prefix replaces the election's")
+	assert.Equal(t, "leader", got["ergo:state"])
+	got = r.inspectMerged(gen.PID{}, "jobs", "ergo:state")
+	require.Len(t, got, 3, "the behavior answers its own items; extra keys it returns are kept")
+	assert.Equal(t, "3", got["jobs"])
+	assert.Equal(t, "leader", got["ergo:state"])
+}
