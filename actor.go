@@ -352,12 +352,26 @@ func (a *Actor) ProcessTerminate(reason error) {
 	a.behavior.Terminate(reason)
 }
 
-// flush performs what the state asked for and runs the callbacks its changes
-// call for, until nothing is left: callbacks may call Join, Leave or StepDown,
-// which change the state again.
+// flush runs the callbacks the state's changes call for and performs what
+// the state asked for, until nothing is left: callbacks may call Join, Leave
+// or StepDown, which change the state again. Callbacks run before the sends
+// of the same step, so a leader that stands down has stopped its work
+// before its handover message can make a successor.
 func (a *Actor) flush() error {
 	for {
+		if a.state.confirming {
+			allowed, err := a.behavior.HandleConfirmLeader()
+			a.state.confirmResult(a.clock(), allowed, err)
+			continue
+		}
+		if err := a.report(); err != nil {
+			return err
+		}
 		out := a.state.takeEffects()
+		if out.empty() && a.state.confirming == false && a.state.public() == a.reported {
+			a.updateKind()
+			return nil
+		}
 		a.perform(out)
 		for _, pid := range out.joined {
 			if err := a.behavior.HandlePeerJoined(pid); err != nil {
@@ -368,18 +382,6 @@ func (a *Actor) flush() error {
 			if err := a.behavior.HandlePeerLeft(pid); err != nil {
 				return err
 			}
-		}
-		if a.state.confirming {
-			allowed, err := a.behavior.HandleConfirmLeader()
-			a.state.confirmResult(a.clock(), allowed, err)
-			continue
-		}
-		if err := a.report(); err != nil {
-			return err
-		}
-		if a.state.out.empty() && a.state.confirming == false && a.state.public() == a.reported {
-			a.updateKind()
-			return nil
 		}
 	}
 }

@@ -571,6 +571,7 @@ func TestClusterUnregisteredTypesRefuseToStart(t *testing.T) {
 	i := c.addNode()
 	_, err := c.spawn(i, clActorSpec{options: clusterFastTimings.options("unregistered", 3)})
 	require.Error(t, err)
+	t.Logf("spawn error: %v (errors.Is ErrNotRegistered: %v)", err, errors.Is(err, ErrNotRegistered))
 	if errors.Is(err, ErrNotRegistered) == false {
 		require.Contains(t, err.Error(), "leader.NetworkTypes", "the error must name the fix: %v", err)
 	} else {

@@ -140,6 +140,7 @@ type election struct {
 
 	members   map[gen.Atom]*member
 	withdrawn map[gen.Atom]time.Time
+	dead      map[gen.PID]time.Time // processes reported terminated, and when
 
 	dropped       map[string]uint64
 	preVoteRounds uint64
@@ -159,6 +160,7 @@ func newElection(cfg config, self gen.PID, name gen.Atom, rng *rand.Rand, log ge
 		log:       log,
 		members:   make(map[gen.Atom]*member),
 		withdrawn: make(map[gen.Atom]time.Time),
+		dead:      make(map[gen.PID]time.Time),
 		dropped:   make(map[string]uint64),
 	}
 }
@@ -220,6 +222,9 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 		return true
 	case e.isWithdrawn(from.Node):
 		e.drop("withdrawn")
+		return true
+	case e.isDead(from):
+		e.drop("dead_sender")
 		return true
 	}
 	if hb, ok := message.(msgHeartbeat); ok && hb.Leader != from {

@@ -108,6 +108,21 @@ func (e *election) isWithdrawn(node gen.Atom) bool {
 	return false
 }
 
+// isDead reports whether pid belongs to a process whose termination was
+// reported. Entries are forgotten after GhostTTL: by then nothing the
+// process sent can still be in flight.
+func (e *election) isDead(pid gen.PID) bool {
+	at, ok := e.dead[pid]
+	if ok == false {
+		return false
+	}
+	if e.now.Sub(at) < e.cfg.ghostTTL {
+		return true
+	}
+	delete(e.dead, pid)
+	return false
+}
+
 // remove drops a member from the view and re-evaluates everything that
 // depends on its size.
 func (e *election) remove(m *member, why string) {
@@ -184,6 +199,14 @@ func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 		e.armGhostTimer()
 	} else {
 		e.remove(m, "its process terminated: "+reasonText(reason))
+		// A down travels ahead of the dead process's last messages (downs
+		// are high priority); those must not re-admit it.
+		for old, at := range e.dead {
+			if e.now.Sub(at) >= e.cfg.ghostTTL {
+				delete(e.dead, old)
+			}
+		}
+		e.dead[pid] = e.now
 	}
 	if wasLeader {
 		e.leaderLost(pid)

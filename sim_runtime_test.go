@@ -80,6 +80,7 @@ type simulator struct {
 	creations int64
 
 	trace    []string
+	tracing  bool // keep the trace; off by default for speed, a failing seed replays with it on
 	verbose  bool
 	failures []string
 	check    *checker
@@ -150,6 +151,9 @@ func (s *simulator) runFor(d time.Duration) { s.runUntil(s.now.Add(d)) }
 
 // note appends a line to the trace kept for failure reports.
 func (s *simulator) note(format string, args ...any) {
+	if s.tracing == false {
+		return
+	}
 	line := fmt.Sprintf("%9.3fms ", float64(s.elapsed().Microseconds())/1000) + fmt.Sprintf(format, args...)
 	if s.verbose {
 		fmt.Println(line)
@@ -166,7 +170,13 @@ func (s *simulator) fail(format string, args ...any) {
 	s.failures = append(s.failures, msg)
 }
 
+// report describes the failures with the trace of the last events. Runs
+// without tracing say how to replay the seed with it.
 func (s *simulator) report() string {
+	if s.tracing == false {
+		return fmt.Sprintf("seed %d: %s\nreplay with the trace: LEADER_SIM_SEED=%d LEADER_SIM_VERBOSE=1 go test -run %s -v .",
+			s.seed, strings.Join(s.failures, "; "), s.seed, "TestSimulation")
+	}
 	last := s.trace
 	if len(last) > 80 {
 		last = last[len(last)-80:]
@@ -279,7 +289,10 @@ func (s *simulator) send(from gen.PID, to any, message any) error {
 	if dst == "" {
 		return gen.ErrUnsupported
 	}
-	desc := fmt.Sprintf("%s -> %v: %s", from.Node, dst, describe(message))
+	desc := ""
+	if s.tracing {
+		desc = fmt.Sprintf("%s -> %v: %s", from.Node, dst, describe(message))
+	}
 	if dst == from.Node {
 		s.after(0, "", func() {
 			if p := s.process(to); p != nil {

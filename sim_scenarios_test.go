@@ -138,7 +138,7 @@ func TestSimulationLeaderStall(t *testing.T) {
 // catch a violation within the CI seed budget.
 func TestSimulationCatchesDoubleVoting(t *testing.T) {
 	for seed := uint64(1); seed <= 2000; seed++ {
-		result := runRandomScenario(t, seed, protocolSwitches{doubleVote: true})
+		result := runRandomScenario(t, seed, protocolSwitches{doubleVote: true}, false)
 		if len(result.sim.failures) > 0 {
 			t.Logf("caught at seed %d: %s", seed, result.sim.failures[0])
 			return

@@ -3,8 +3,10 @@ package leader
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,7 +36,7 @@ func livenessBound(cfg config) time.Duration {
 func newSimTest(t testing.TB, seed uint64, network simNetwork) *simulator {
 	s := newSimulator(seed, network)
 	if os.Getenv("LEADER_SIM_VERBOSE") != "" {
-		s.verbose, s.logs = true, true
+		s.verbose, s.logs, s.tracing = true, true, true
 	}
 	return s
 }
@@ -172,21 +174,58 @@ func TestSimulationRandomSeeds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		result := runRandomScenario(t, seed, protocolSwitches{})
+		result := runRandomScenario(t, seed, protocolSwitches{}, true)
 		requireNoViolation(t, result.sim)
 		return
 	}
 	n := seedCount(t, 2000)
-	stats := newScenarioStats()
 	begin := time.Now()
-	for seed := uint64(1); seed <= uint64(n); seed++ {
-		result := runRandomScenario(t, seed, protocolSwitches{})
-		if len(result.sim.failures) > 0 {
-			t.Fatal(result.sim.report())
-		}
-		stats.add(result)
+	stats, failed := runSeeds(t, n, protocolSwitches{})
+	if failed != 0 {
+		// replay the failing seed with the trace on, for a readable report
+		result := runRandomScenario(t, failed, protocolSwitches{}, true)
+		t.Fatal(result.sim.report())
 	}
-	t.Logf("%d seeds in %s: %s", n, time.Since(begin).Round(time.Millisecond), stats)
+	elapsed := time.Since(begin)
+	t.Logf("%d seeds in %s: %s; %.0f simulated leader elections per second", n, elapsed.Round(time.Millisecond), stats,
+		float64(stats.elections)/elapsed.Seconds())
+}
+
+// runSeeds runs seeds 1..n on every core, each simulation on its own, and
+// returns the statistics and the lowest failing seed (0 if none failed).
+func runSeeds(t testing.TB, n int, switches protocolSwitches) (*scenarioStats, uint64) {
+	stats := newScenarioStats()
+	var mu sync.Mutex
+	var failed uint64
+	next := make(chan uint64)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seed := range next {
+				result := runRandomScenario(t, seed, switches, false)
+				mu.Lock()
+				if len(result.sim.failures) > 0 && (failed == 0 || seed < failed) {
+					failed = seed
+				}
+				stats.add(result)
+				mu.Unlock()
+			}
+		}()
+	}
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		mu.Lock()
+		stop := failed != 0
+		mu.Unlock()
+		if stop {
+			break
+		}
+		next <- seed
+	}
+	close(next)
+	wg.Wait()
+	return stats, failed
 }
 
 type scenarioResult struct {
@@ -226,8 +265,9 @@ func (st *scenarioStats) String() string {
 // reordering, then partitions, asymmetric links, crashes, restarts under the
 // same or a new name, graceful stops, discovery churn, step-downs and
 // confirm denials; then everything heals and the cluster must converge.
-func runRandomScenario(t testing.TB, seed uint64, switches protocolSwitches) scenarioResult {
+func runRandomScenario(t testing.TB, seed uint64, switches protocolSwitches, trace bool) scenarioResult {
 	s := newSimTest(t, seed, simNetwork{})
+	s.tracing = s.tracing || trace
 	r := s.rng
 	s.net = simNetwork{
 		minDelay: time.Duration(50+r.IntN(500)) * time.Microsecond,

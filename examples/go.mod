@@ -26,6 +26,5 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
+// The examples build against the library in this repository.
 replace ergo.services/actor/leader => ../
-
-replace ergo.services/ergo => ../ergo-standin

@@ -74,7 +74,11 @@ func timelineSVG(d *demo) []byte {
 		x0, x1 := x(p.Start), x(p.End)
 		fmt.Fprintf(&b, `<rect x="%.1f" y="4" width="%.1f" height="%.0f" fill="%s"><title>%s</title></rect>`+"\n",
 			x0, max(x1-x0, tlMinWidth), tlTop+lanesHeight-4, fill, esc("("+p.Key+") "+p.Label))
-		fmt.Fprintf(&b, `<text x="%.1f" y="16">(%s)</text>`+"\n", x0+3, esc(p.Key))
+		label := "(" + p.Key + ")"
+		if full := label + " " + p.Label; float64(len(full))*6 < x1-x0 {
+			label = full // wide enough for the whole caption
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="16">%s</text>`+"\n", x0+3, esc(label))
 	}
 	b.WriteString("</g>\n")
 

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+// section is one part of the report, between markers that let a later run
+// replace it alone: a rerun of one noisy measurement (-only) keeps every
+// other section as it was, and so does a section written by someone else
+// (the fast-failover comparison comes from a test of package leader, the
+// analysis is written by hand).
+type section struct {
+	id    string
+	title string
+	body  string
+}
+
+// summaryRow is one line of the targets table. Rows are merged by key, so a
+// partial rerun updates its own rows and keeps the others.
+type summaryRow struct {
+	key, target, result, verdict string
+}
+
+// docOrder is the layout of the report. Sections that this command does not
+// measure are kept from the existing file, or get a placeholder.
+var docOrder = []struct{ id, title, placeholder string }{
+	{"header", "", ""},
+	{"summary", "Targets", ""},
+	{"crash", "1. Crash failover", "not measured yet: `go run ./examples/perf -only crash -out docs/performance.md`"},
+	{"compare", "1b. Fast failover on and off", "not measured yet: `LEADER_PERF=1 LEADER_PERF_DOC=docs/performance.md go test -run TestPerfFastFailoverComparison -v .` (package leader: the switch is unexported)"},
+	{"handover", "2. Graceful handover", "not measured yet: `go run ./examples/perf -only handover -out docs/performance.md`"},
+	{"coldstart", "3. Cold start", "not measured yet: `go run ./examples/perf -only coldstart -out docs/performance.md`"},
+	{"heal", "4. Partition heal", "not measured yet: `go run ./examples/perf -only heal -out docs/performance.md`"},
+	{"steady", "5. Steady-state cost", "not measured yet: `go run ./examples/perf -only steady -out docs/performance.md`"},
+	{"scale", "6. Scale", "not measured yet: `go run ./examples/perf -only scale -out docs/performance.md`"},
+	{"stability", "7. Stability under CPU load", "not measured yet: `go run ./examples/perf -only stability -out docs/performance.md`"},
+	{"simulator", "8. Simulator throughput", "not measured yet: `LEADER_SIM_SEEDS=2000 go test -run TestSimulationRandomSeeds -v .`, quote its log line here"},
+	{"analysis", "Analysis", "written by hand after a full run"},
+}
+
+func beginMarker(id string) string { return "<!-- perf:begin " + id + " -->" }
+func endMarker(id string) string   { return "<!-- perf:end " + id + " -->" }
+
+// readSections returns the sections of an existing report, by id.
+func readSections(text string) map[string]string {
+	found := make(map[string]string)
+	for _, d := range docOrder {
+		begin, end := beginMarker(d.id), endMarker(d.id)
+		i := strings.Index(text, begin)
+		if i < 0 {
+			continue
+		}
+		rest := text[i+len(begin):]
+		j := strings.Index(rest, end)
+		if j < 0 {
+			continue
+		}
+		found[d.id] = strings.Trim(rest[:j], "\n")
+	}
+	return found
+}
+
+// renderDoc lays out the report from the sections measured now and, for the
+// rest, what the existing report had.
+func renderDoc(existing string, measured []section, rows []summaryRow) string {
+	old := readSections(existing)
+	now := make(map[string]section)
+	for _, s := range measured {
+		now[s.id] = s
+	}
+	var b strings.Builder
+	for _, d := range docOrder {
+		var content string
+		switch {
+		case d.id == "summary":
+			content = summaryBody(old["summary"], rows)
+		case now[d.id].id != "":
+			s := now[d.id]
+			content = strings.TrimSpace("## " + s.title + "\n\n" + s.body)
+			if s.title == "" {
+				content = strings.TrimSpace(s.body)
+			}
+		case old[d.id] != "":
+			content = old[d.id]
+		default:
+			content = "## " + d.title + "\n\n_" + d.placeholder + "._"
+		}
+		fmt.Fprintf(&b, "%s\n%s\n%s\n\n", beginMarker(d.id), content, endMarker(d.id))
+	}
+	return strings.TrimRight(b.String(), "\n") + "\n"
+}
+
+const summaryHead = "| measurement | target | result | verdict |\n|---|---|---|---|\n"
+
+// summaryBody merges the rows measured now into the existing table.
+func summaryBody(old string, rows []summaryRow) string {
+	type line struct{ key, text string }
+	var lines []line
+	for _, l := range strings.Split(old, "\n") {
+		if strings.HasPrefix(l, "| ") == false || strings.HasPrefix(l, "| measurement ") {
+			continue
+		}
+		cells := strings.Split(l, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		lines = append(lines, line{strings.TrimSpace(cells[1]), l})
+	}
+	for _, r := range rows {
+		text := fmt.Sprintf("| %s | %s | %s | %s |", r.key, r.target, r.result, r.verdict)
+		replaced := false
+		for i := range lines {
+			if lines[i].key == r.key {
+				lines[i].text, replaced = text, true
+			}
+		}
+		if replaced == false {
+			lines = append(lines, line{r.key, text})
+		}
+	}
+	var b strings.Builder
+	b.WriteString("## Targets\n\nEvery target of the issue, with the figure that decides it; the sections below have the distributions and how each was taken. Where a target is missed, the section says by how much, and [Analysis](#analysis) says why and what would close it.\n\n")
+	b.WriteString(summaryHead)
+	for _, l := range lines {
+		b.WriteString(l.text + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// writeReport renders the report and writes it to path, keeping what an
+// existing file has for the sections not measured now.
+func writeReport(path string, measured []section, rows []summaryRow) (string, error) {
+	existing, err := os.ReadFile(path)
+	if err != nil && errors.Is(err, fs.ErrNotExist) == false {
+		return "", err
+	}
+	text := renderDoc(string(existing), measured, rows)
+	return text, os.WriteFile(path, []byte(text), 0o644)
+}
+
+// verdict compares a measured value with a target: "met", or "missed by"
+// how much.
+func verdict(met bool, by string) string {
+	if met {
+		return "met"
+	}
+	return "**missed** by " + by
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"ergo.services/actor/leader"
+	"ergo.services/actor/leader/examples/internal/lab"
+	"ergo.services/ergo/gen"
+)
+
+// group is one election: a ClusterID and the name its members register.
+type group struct {
+	id   string
+	name gen.Atom
+}
+
+// harnessSpec describes a set of nodes in this process and the elections
+// on them.
+type harnessSpec struct {
+	nodes  int
+	groups int // elections, each with one member on every node; default 1
+	// options are the leader options of every member; ClusterID and
+	// Bootstrap are filled in per group. Zero fields take the defaults.
+	options    leader.Options
+	rediscover time.Duration
+	// deferSpawn leaves the members unspawned when a node starts, so that a
+	// cold start can spawn them all at once (spawnAll).
+	deferSpawn bool
+	// history keeps every callback (off for the thousand-cluster run).
+	history bool
+}
+
+// harness is a lab cluster of real nodes on loopback, every pair connected
+// through a byte-counting proxy, and the members of its elections.
+type harness struct {
+	spec   harnessSpec
+	cl     *lab.Cluster
+	meter  *lab.Meter
+	rec    *recorder
+	names  []gen.Atom
+	groups []group
+	logs   *logSink
+}
+
+// runSeq tells apart the harnesses of one process; with the process id in
+// the node names, parallel test binaries cannot collide either.
+var runSeq atomic.Int64
+
+const perfCookie = "leader-perf"
+
+func newHarness(spec harnessSpec) (*harness, error) {
+	if spec.groups == 0 {
+		spec.groups = 1
+	}
+	run := runSeq.Add(1)
+	h := &harness{spec: spec, rec: newRecorder(spec.history), logs: &logSink{}}
+	for i := 0; i < spec.nodes; i++ {
+		// letters, digits and '-' only: the lab uses the names as route patterns
+		h.names = append(h.names, gen.Atom(fmt.Sprintf("perf-%d-%d-%02d@localhost", os.Getpid(), run, i)))
+	}
+	for g := 0; g < spec.groups; g++ {
+		h.groups = append(h.groups, group{id: "perf-" + strconv.Itoa(g), name: gen.Atom("perf_member_" + strconv.Itoa(g))})
+	}
+	cl, meter, err := lab.NewMetered(h.names, lab.Options{
+		Cookie: perfCookie,
+		Node:   h.nodeOptions,
+		Setup:  h.setup,
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.cl, h.meter = cl, meter
+	if err := cl.StartAll(); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *harness) nodeOptions(name gen.Atom) gen.NodeOptions {
+	return gen.NodeOptions{
+		ShutdownTimeout: 10 * time.Second,
+		Log: gen.LogOptions{
+			Level:         gen.LogLevelWarning,
+			DefaultLogger: gen.DefaultLoggerOptions{Disable: true},
+			Loggers:       []gen.Logger{{Name: "perf", Logger: h.logs}},
+		},
+	}
+}
+
+// setup registers the protocol and, unless deferred, spawns the members;
+// the lab runs it before any peer can reach the node.
+func (h *harness) setup(node gen.Node) error {
+	if err := node.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
+		return err
+	}
+	if err := node.Network().RegisterErrors(leader.ErrorTypes()); err != nil {
+		return err
+	}
+	if h.spec.deferSpawn {
+		return nil
+	}
+	for _, g := range h.groups {
+		if err := h.spawn(node, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *harness) spawn(node gen.Node, g group) error {
+	options := h.spec.options
+	options.ClusterID = g.id
+	options.Bootstrap = nil
+	for _, name := range h.names {
+		if name != node.Name() {
+			options.Bootstrap = append(options.Bootstrap, gen.ProcessID{Name: g.name, Node: name})
+		}
+	}
+	spec := memberSpec{Options: options, Rediscover: h.spec.rediscover, Rec: h.rec}
+	_, err := node.SpawnRegister(g.name, factoryMember, gen.ProcessOptions{}, spec)
+	return err
+}
+
+// spawnAll spawns every member of every group on every node at once, one
+// goroutine per node, and returns when the spawning started.
+func (h *harness) spawnAll() (time.Time, time.Duration, error) {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(h.names))
+	gate := make(chan struct{})
+	for _, name := range h.names {
+		node := h.cl.Node(name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			for _, g := range h.groups {
+				if err := h.spawn(node, g); err != nil {
+					errs <- fmt.Errorf("spawn %s on %s: %w", g.name, node.Name(), err)
+					return
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	close(gate)
+	wg.Wait()
+	spawning := time.Since(start)
+	close(errs)
+	return start, spawning, errors.Join(collect(errs)...)
+}
+
+func collect(errs chan error) []error {
+	var list []error
+	for err := range errs {
+		list = append(list, err)
+	}
+	return list
+}
+
+func (h *harness) close() { h.cl.Close() }
+
+// others returns names without the excluded ones.
+func others(names []gen.Atom, excluded ...gen.Atom) []gen.Atom {
+	var list []gen.Atom
+next:
+	for _, name := range names {
+		for _, x := range excluded {
+			if name == x {
+				continue next
+			}
+		}
+		list = append(list, name)
+	}
+	return list
+}
+
+// inspect asks the member of g on node for keys.
+func (h *harness) inspect(g group, name gen.Atom, keys ...string) (map[string]string, error) {
+	node := h.cl.Node(name)
+	if node == nil {
+		return nil, fmt.Errorf("node %s is not running", name)
+	}
+	pid, err := node.ProcessPID(g.name)
+	if err != nil {
+		return nil, err
+	}
+	return node.Inspect(pid, keys...)
+}
+
+// confirm checks a callback agreement against what the members say through
+// Inspect: each one is in state leader or follower, names the agreed leader
+// and is at the agreed term. It catches a member that campaigns, which the
+// callbacks do not report.
+func (h *harness) confirm(g group, names []gen.Atom, a agreement) bool {
+	for _, name := range names {
+		s, err := h.inspect(g, name, "ergo:state", "ergo:leader_node", "ergo:term")
+		if err != nil {
+			return false
+		}
+		want := "follower"
+		if name == a.leader.Node {
+			want = "leader"
+		}
+		if s["ergo:state"] != want || s["ergo:leader_node"] != string(a.leader.Node) || s["ergo:term"] != strconv.FormatUint(a.term, 10) {
+			return false
+		}
+	}
+	return true
+}
+
+var errTimeout = errors.New("timed out")
+
+// waitAgreed waits until the members of g on names agree on a leader that
+// accept admits, and returns the agreement; its time is that of the last
+// callback that completed it.
+func (h *harness) waitAgreed(g group, names []gen.Atom, within time.Duration, accept func(agreement) bool) (agreement, error) {
+	deadline := time.Now().Add(within)
+	for {
+		if a, ok := h.rec.agreed(g.id, names); ok && (accept == nil || accept(a)) && h.confirm(g, names, a) {
+			return a, nil
+		}
+		if time.Now().After(deadline) {
+			return agreement{}, fmt.Errorf("%w after %s waiting for %d members of %s to agree on a leader", errTimeout, within, len(names), g.id)
+		}
+		h.rec.wait(20 * time.Millisecond)
+	}
+}
+
+// waitStable waits until every node agrees on one leader and every member
+// has the whole cluster in its view with every peer's PID known, so that the
+// next disruption starts from a settled cluster.
+func (h *harness) waitStable(g group, within time.Duration) (agreement, error) {
+	deadline := time.Now().Add(within)
+	for {
+		a, err := h.waitAgreed(g, h.names, time.Until(deadline), nil)
+		if err != nil {
+			return a, err
+		}
+		if h.viewsFull(g) {
+			// Two heartbeat rounds more: every follower's ack is fresh
+			// at the leader, and every follower has a fresh heartbeat.
+			time.Sleep(2 * h.heartbeat())
+			if b, ok := h.rec.agreed(g.id, h.names); ok && b.leader == a.leader && b.term == a.term {
+				return a, nil
+			}
+			continue
+		}
+		if time.Now().After(deadline) {
+			return a, fmt.Errorf("%w after %s waiting for full views in %s", errTimeout, within, g.id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (h *harness) viewsFull(g group) bool {
+	for _, name := range h.names {
+		s, err := h.inspect(g, name, "ergo:view_size", "ergo:peers")
+		if err != nil || s["ergo:view_size"] != strconv.Itoa(len(h.names)) || s["ergo:peers"] != strconv.Itoa(len(h.names)-1) {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *harness) heartbeat() time.Duration {
+	if h.spec.options.HeartbeatInterval > 0 {
+		return time.Duration(h.spec.options.HeartbeatInterval) * time.Millisecond
+	}
+	return leader.DefaultHeartbeatInterval * time.Millisecond
+}
+
+// timings returns ElectionTimeoutMin and ElectionTimeoutMax as resolved.
+func (h *harness) timings() (time.Duration, time.Duration) {
+	lo, hi := h.spec.options.ElectionTimeoutMin, h.spec.options.ElectionTimeoutMax
+	if lo == 0 && hi == 0 {
+		lo, hi = leader.DefaultElectionTimeoutMin, leader.DefaultElectionTimeoutMax
+	}
+	return time.Duration(lo) * time.Millisecond, time.Duration(hi) * time.Millisecond
+}
+
+// logSink counts the nodes' warnings and errors and keeps the last few,
+// which explain a run that went wrong.
+type logSink struct {
+	mu       sync.Mutex
+	warnings int
+	last     []string
+}
+
+func (l *logSink) Log(m gen.MessageLog) {
+	if m.Level < gen.LogLevelWarning {
+		return
+	}
+	line := fmt.Sprintf("%s %s", m.Time.Format("15:04:05.000"), fmt.Sprintf(m.Format, m.Args...))
+	if source, ok := m.Source.(gen.MessageLogProcess); ok {
+		line = fmt.Sprintf("%s %s: %s", m.Time.Format("15:04:05.000"), source.Node, fmt.Sprintf(m.Format, m.Args...))
+	}
+	l.mu.Lock()
+	l.warnings++
+	l.last = append(l.last, line)
+	if len(l.last) > 20 {
+		l.last = l.last[len(l.last)-20:]
+	}
+	l.mu.Unlock()
+}
+
+func (l *logSink) Terminate() {}

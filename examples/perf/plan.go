@@ -1,0 +1,122 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// plan is what one invocation measures and how much of it.
+type plan struct {
+	out     string // markdown file to write; "" prints only
+	svg     string // failover plot; "" next to out
+	quick   bool
+	long    bool
+	only    map[string]bool // section ids; empty = all
+	command string          // the command line, quoted in the report
+
+	crashSizes   []int
+	crashRuns    int
+	handoverRuns int
+	coldSizes    []int
+	coldRuns     int
+	healRuns     int
+	healHold     time.Duration // 0: ten times ElectionTimeoutMax
+	healLongRuns int           // runs holding the partition beyond GhostTTL
+	steadySizes  []int
+	steadyWarmup time.Duration
+	steadyWindow time.Duration
+	longFor      time.Duration
+	bigCluster   int
+	manyClusters int
+	manyRelaxed  bool // also run the many clusters with relaxed timings
+	idleWindow   time.Duration
+	stableFor    time.Duration
+
+	log   io.Writer
+	logMu sync.Mutex
+}
+
+// sectionIDs are the measured sections in report order.
+var sectionIDs = []string{"crash", "handover", "coldstart", "heal", "steady", "scale", "stability"}
+
+func parsePlan(args []string, log io.Writer) (*plan, error) {
+	p := &plan{log: log}
+	fs := flag.NewFlagSet("perf", flag.ContinueOnError)
+	fs.SetOutput(log)
+	fs.StringVar(&p.out, "out", "", "write the report to this markdown file (sections not measured are kept from it)")
+	fs.StringVar(&p.svg, "svg", "", "write the failover plot here (default: failover.svg next to -out)")
+	fs.BoolVar(&p.quick, "quick", false, "tiny run counts and short windows: a smoke run, not figures")
+	fs.BoolVar(&p.long, "long", false, "also run the steady state for -long-for and compare allocations per round minute by minute")
+	fs.DurationVar(&p.longFor, "long-for", 10*time.Minute, "length of the -long steady-state run")
+	only := fs.String("only", "", "comma-separated sections to measure: "+strings.Join(sectionIDs, ","))
+	runs := fs.Int("runs", 0, "runs per failover/handover/cold-start measurement (default 50, quick 2)")
+	fs.Usage = func() {
+		fmt.Fprintf(log, "usage: go run ./examples/perf [flags]\n\nMeasures the leader actor on real nodes on loopback and prints markdown tables.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	p.only = make(map[string]bool)
+	for _, id := range strings.Split(*only, ",") {
+		if id = strings.TrimSpace(id); id == "" {
+			continue
+		}
+		known := false
+		for _, s := range sectionIDs {
+			known = known || s == id
+		}
+		if known == false {
+			return nil, fmt.Errorf("unknown section %q in -only (known: %s)", id, strings.Join(sectionIDs, ","))
+		}
+		p.only[id] = true
+	}
+	p.command = strings.TrimSpace("go run ./examples/perf " + strings.Join(args, " "))
+
+	// the full run: the counts the issue asks for
+	p.crashSizes, p.crashRuns = []int{3, 5, 9}, 50
+	p.handoverRuns = 50
+	p.coldSizes, p.coldRuns = []int{3, 5, 9}, 50
+	p.healRuns, p.healLongRuns = 10, 5
+	p.steadySizes = []int{3, 5, 9, 25}
+	p.steadyWarmup, p.steadyWindow = 3*time.Second, 20*time.Second
+	p.bigCluster, p.manyClusters, p.manyRelaxed = 51, 1000, true
+	p.idleWindow = 10 * time.Second
+	p.stableFor = 60 * time.Second
+	if p.quick {
+		p.crashRuns, p.handoverRuns, p.coldRuns = 2, 2, 2
+		p.coldSizes = []int{3, 5}
+		p.healRuns, p.healLongRuns, p.healHold = 1, 0, time.Second
+		p.steadySizes = []int{3, 5}
+		p.steadyWarmup, p.steadyWindow = 500*time.Millisecond, 2*time.Second
+		p.bigCluster, p.manyClusters, p.manyRelaxed = 7, 20, false
+		p.idleWindow = time.Second
+		p.stableFor = 2 * time.Second
+		p.longFor = min(p.longFor, 2*time.Second)
+	}
+	if *runs > 0 {
+		p.crashRuns, p.handoverRuns, p.coldRuns = *runs, *runs, *runs
+	}
+	return p, nil
+}
+
+// wants reports whether the section is to be measured.
+func (p *plan) wants(id string) bool {
+	return len(p.only) == 0 || p.only[id]
+}
+
+// progress tells the person waiting what is going on; the report itself
+// goes elsewhere.
+func (p *plan) progress(format string, args ...any) {
+	p.logMu.Lock()
+	defer p.logMu.Unlock()
+	fmt.Fprintf(p.log, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func stamp() string {
+	return time.Now().UTC().Format("2006-01-02 15:04 UTC")
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"math"
+	"time"
+)
+
+// failoverSVG plots the crash failover of each cluster size as an empirical
+// CDF: for a time t, the share of failovers that were over by t. A CDF
+// shows the whole distribution, tail included, and distributions of
+// different sizes overlay without hiding each other.
+func failoverSVG(results []crashResult) []byte {
+	const (
+		left, top, width, height = 64.0, 40.0, 640.0, 300.0
+		right, bottom            = 170.0, 56.0
+	)
+	colors := []string{"#1565c0", "#2e7d32", "#c62828", "#6a1b9a", "#ef6c00"}
+
+	// the axis ends at a round number above the largest sample, and at
+	// least at ElectionTimeoutMin so the reference line is on the chart
+	var hi, lo time.Duration
+	for _, r := range results {
+		hi = max(hi, r.failover.max())
+		lo = max(lo, r.lo)
+	}
+	xMax := niceCeil(max(float64(hi)/float64(time.Millisecond), float64(lo)/float64(time.Millisecond)))
+	x := func(v float64) float64 { return left + width*v/xMax }
+	y := func(share float64) float64 { return top + height*(1-share) }
+
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f">`+"\n",
+		left+width+right, top+height+bottom, left+width+right, top+height+bottom)
+	b.WriteString("<title>Crash failover: share of failovers complete by time t</title>\n")
+	b.WriteString(`<style>text{font-family:sans-serif;font-size:12px;fill:#222}.axis{stroke:#444;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}</style>` + "\n")
+	fmt.Fprintf(&b, `<rect x="0" y="0" width="%.0f" height="%.0f" fill="#fff"/>`+"\n", left+width+right, top+height+bottom)
+	fmt.Fprintf(&b, `<text x="%.0f" y="22" font-weight="bold">Crash failover (leader node StopForce) until all survivors follow one new leader</text>`+"\n", left)
+
+	// grid and axes
+	for i := 0; i <= 10; i++ {
+		v := xMax * float64(i) / 10
+		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", x(v), top, x(v), top+height)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(v), top+height+16, trimFloat(v))
+	}
+	for i := 0; i <= 4; i++ {
+		share := float64(i) / 4
+		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", left, y(share), left+width, y(share))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%.0f%%</text>`+"\n", left-6, y(share)+4, share*100)
+	}
+	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", left, top+height, left+width, top+height)
+	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", left, top, left, top+height)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">milliseconds after StopForce</text>`+"\n", left+width/2, top+height+38)
+
+	// ElectionTimeoutMin, what a failover without the fast path waits at least
+	if lo > 0 {
+		lx := x(float64(lo) / float64(time.Millisecond))
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#888" stroke-dasharray="5,4"/>`+"\n", lx, top, lx, top+height)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="#555">ElectionTimeoutMin</text>`+"\n", lx-4, top+12)
+	}
+
+	for i, r := range results {
+		if r.failover.n() == 0 {
+			continue
+		}
+		color := colors[i%len(colors)]
+		var path bytes.Buffer
+		n := float64(r.failover.n())
+		fmt.Fprintf(&path, "M%.1f,%.1f", x(0), y(0))
+		for k, s := range r.failover.sorted {
+			v := float64(s) / float64(time.Millisecond)
+			fmt.Fprintf(&path, " L%.1f,%.1f L%.1f,%.1f", x(v), y(float64(k)/n), x(v), y(float64(k+1)/n))
+		}
+		fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="2"><title>%s</title></path>`+"\n",
+			path.String(), color, html.EscapeString(legend(r)))
+		ly := top + 20 + float64(i)*36
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", left+width+12, ly, left+width+34, ly, color)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%d nodes (%d runs)</text>`+"\n", left+width+40, ly+4, r.nodes, r.failover.n())
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10">p50 %s, p99 %s ms</text>`+"\n", left+width+40, ly+18, ms(r.failover.pct(50)), ms(r.failover.pct(99)))
+	}
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}
+
+func legend(r crashResult) string {
+	return fmt.Sprintf("%d nodes: p50 %s ms, p90 %s ms, p99 %s ms, max %s ms over %d runs",
+		r.nodes, ms(r.failover.pct(50)), ms(r.failover.pct(90)), ms(r.failover.pct(99)), ms(r.failover.max()), r.failover.n())
+}
+
+// niceCeil rounds up to 1, 2 or 5 times a power of ten.
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if v <= m*p {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func trimFloat(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%g", v)
+}

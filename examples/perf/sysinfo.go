@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// machine describes where the figures were taken.
+func machine() string {
+	return fmt.Sprintf("Go %s, %s/%s, %d cores (GOMAXPROCS %d)%s",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuModel())
+}
+
+// cpuModel reads the processor's name where the OS tells it (Linux).
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if name, ok := strings.CutPrefix(s.Text(), "model name"); ok {
+			return ", " + strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+		}
+	}
+	return ""
+}
+
+// loadAvg is the 1-minute load average (Linux): how busy the machine was,
+// this command included; "" where unknown.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return ""
+	}
+	return fields[0]
+}
+
+// loadWatch brackets a section with load averages, so the report says how
+// contended the machine was while it ran.
+type loadWatch struct {
+	start time.Time
+	first string
+}
+
+func watchLoad() loadWatch { return loadWatch{start: time.Now(), first: loadAvg()} }
+
+func (w loadWatch) String() string {
+	if w.first == "" {
+		return fmt.Sprintf("took %s", time.Since(w.start).Round(time.Second))
+	}
+	return fmt.Sprintf("took %s; 1-min load average %s at the start, %s at the end",
+		time.Since(w.start).Round(time.Second), w.first, loadAvg())
+}
