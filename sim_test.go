@@ -228,6 +228,18 @@ func runSeeds(t testing.TB, n int, switches protocolSwitches) (*scenarioStats, u
 	return stats, failed
 }
 
+// TestSimulationConnectivityPartitions checks invariant 5: with a converged
+// view and only connectivity faults, no side without a majority of the
+// full view ever elects a leader.
+func TestSimulationConnectivityPartitions(t *testing.T) {
+	for seed := uint64(1); seed <= uint64(seedCount(t, 500)); seed++ {
+		result := runScenario(t, seed, protocolSwitches{}, false, true)
+		if len(result.sim.failures) > 0 {
+			t.Fatal(runScenario(t, seed, protocolSwitches{}, true, true).sim.report())
+		}
+	}
+}
+
 type scenarioResult struct {
 	sim        *simulator
 	healToLead time.Duration
@@ -266,6 +278,13 @@ func (st *scenarioStats) String() string {
 // same or a new name, graceful stops, discovery churn, step-downs and
 // confirm denials; then everything heals and the cluster must converge.
 func runRandomScenario(t testing.TB, seed uint64, switches protocolSwitches, trace bool) scenarioResult {
+	return runScenario(t, seed, switches, trace, false)
+}
+
+// runScenario is runRandomScenario; with connectivityOnly the faults are
+// only partitions, heals and step-downs over a view that cannot shrink
+// (GhostTTL beyond the run), which is where invariant 5 applies.
+func runScenario(t testing.TB, seed uint64, switches protocolSwitches, trace, connectivityOnly bool) scenarioResult {
 	s := newSimTest(t, seed, simNetwork{})
 	s.tracing = s.tracing || trace
 	r := s.rng
@@ -280,6 +299,10 @@ func runRandomScenario(t testing.TB, seed uint64, switches protocolSwitches, tra
 	options := simOptions()
 	if r.IntN(3) == 0 {
 		options.MinClusterSize = size/2 + 1
+	}
+	if connectivityOnly {
+		options.GhostTTL = 3_600_000
+		s.check.fullView = size
 	}
 	c := newSimCluster(s, options, switches)
 	var names []gen.Atom
@@ -296,6 +319,9 @@ func runRandomScenario(t testing.TB, seed uint64, switches protocolSwitches, tra
 	for i := 0; i < faults; i++ {
 		at := time.Duration(300+r.IntN(2300)) * time.Millisecond
 		kind := r.IntN(10)
+		if connectivityOnly {
+			kind = []int{0, 1, 3, 7}[r.IntN(4)]
+		}
 		s.at(s.start.Add(at), "", func() { randomFault(c, kind) })
 	}
 	s.runUntil(s.start.Add(horizon))

@@ -277,8 +277,12 @@ func (h *harness) heartbeat() time.Duration {
 }
 
 // timings returns ElectionTimeoutMin and ElectionTimeoutMax as resolved.
-func (h *harness) timings() (time.Duration, time.Duration) {
-	lo, hi := h.spec.options.ElectionTimeoutMin, h.spec.options.ElectionTimeoutMax
+func (h *harness) timings() (time.Duration, time.Duration) { return timingsOf(h.spec.options) }
+
+// timingsOf resolves the election timeouts of options as the actor does
+// when both or neither are set (the only ways this command sets them).
+func timingsOf(o leader.Options) (time.Duration, time.Duration) {
+	lo, hi := o.ElectionTimeoutMin, o.ElectionTimeoutMax
 	if lo == 0 && hi == 0 {
 		lo, hi = leader.DefaultElectionTimeoutMin, leader.DefaultElectionTimeoutMax
 	}
