@@ -420,10 +420,11 @@ type clNode struct {
 }
 
 type realCluster struct {
-	t    *testing.T
-	cfg  clConfig
-	rec  *cbRecorder
-	logs *clLogRing
+	t      *testing.T
+	cfg    clConfig
+	rec    *cbRecorder
+	logs   *clLogRing
+	stalls *clStallWatch
 
 	mu      sync.Mutex
 	nodes   []*clNode
@@ -436,10 +437,12 @@ func newRealCluster(t *testing.T, cfg clConfig) *realCluster {
 		cfg:     cfg,
 		rec:     &cbRecorder{},
 		logs:    newClLogRing(600),
+		stalls:  startClStallWatch(),
 		proxies: make(map[[2]int]*tcpProxy),
 	}
 	// Cleanups run last-in first-out: this one runs after the nodes stopped.
 	t.Cleanup(func() {
+		c.stalls.stop()
 		if problems := c.rec.violations(); len(problems) > 0 {
 			t.Errorf("callback invariants violated:\n%s", strings.Join(problems, "\n"))
 		}
@@ -452,9 +455,16 @@ func newRealCluster(t *testing.T, cfg clConfig) *realCluster {
 	return c
 }
 
+// teardown stops every node and closes every proxy; it may run twice.
 func (c *realCluster) teardown() {
 	c.mu.Lock()
-	nodes := slices.Clone(c.nodes)
+	var nodes []*clNode
+	for _, n := range c.nodes {
+		if n.stopped == false {
+			n.stopped = true
+			nodes = append(nodes, n)
+		}
+	}
 	proxies := make([]*tcpProxy, 0, len(c.proxies))
 	for _, p := range c.proxies {
 		proxies = append(proxies, p)
@@ -462,9 +472,6 @@ func (c *realCluster) teardown() {
 	c.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, n := range nodes {
-		if n.stopped {
-			continue
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -686,6 +693,152 @@ func (c *realCluster) stopNode(i int, graceful bool) {
 	n.stopped = true
 	n.listed = false
 	c.mu.Unlock()
+}
+
+// ---------------------------------------------------------------------------
+// Stalls of the test process itself
+
+// clStallWatch measures how late a 5 ms ticker runs, which is how long the
+// whole test process was not scheduled (CPU starvation on a loaded box, a
+// garbage collection pause). Every node of a test lives in this process, so
+// a stall longer than a fraction of ElectionTimeoutMin breaks the timing
+// assumption of the protocol for all of them at once: heartbeats and acks
+// stop, and a leader can rightly lose its quorum. Tests that assert that
+// nothing happens treat a disruption during such a stall as inconclusive
+// and run the scenario again.
+type clStallWatch struct {
+	mu     sync.Mutex
+	stalls []clStall
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+type clStall struct {
+	end time.Time
+	gap time.Duration
+}
+
+const clStallTick = 5 * time.Millisecond
+
+func startClStallWatch() *clStallWatch {
+	w := &clStallWatch{done: make(chan struct{})}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		ticker := time.NewTicker(clStallTick)
+		defer ticker.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-w.done:
+				return
+			case now := <-ticker.C:
+				now = time.Now()
+				if gap := now.Sub(last); gap > 4*clStallTick {
+					w.mu.Lock()
+					w.stalls = append(w.stalls, clStall{end: now, gap: gap})
+					w.mu.Unlock()
+				}
+				last = now
+			}
+		}
+	}()
+	return w
+}
+
+func (w *clStallWatch) stop() {
+	select {
+	case <-w.done:
+	default:
+		close(w.done)
+	}
+	w.wg.Wait()
+}
+
+// worstSince returns the longest stall that ended at or after since.
+func (w *clStallWatch) worstSince(since time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var worst time.Duration
+	for _, s := range w.stalls {
+		if s.end.Before(since) == false && s.gap > worst {
+			worst = s.gap
+		}
+	}
+	return worst
+}
+
+// errClInconclusive is what a scenario reports when a disruption it was
+// meant to rule out happened during a stall of the test process.
+type clInconclusive struct{ why string }
+
+// excuse returns the reason a disruption seen now may be blamed on the
+// test process having stalled for tolerance or longer since since, or ""
+// when it may not.
+func (c *realCluster) excuse(since time.Time, tolerance time.Duration) string {
+	if worst := c.stalls.worstSince(since); worst >= tolerance {
+		return fmt.Sprintf("the test process stalled for %s (tolerance %s)", worst.Round(time.Millisecond), tolerance)
+	}
+	return ""
+}
+
+// steady polls cond for d. When it stops holding, the test fails, unless
+// the test process stalled for tolerance or more since since: then the
+// attempt is inconclusive and steady panics with clInconclusive, which
+// clRetry catches.
+func (c *realCluster) steady(since time.Time, tolerance, d time.Duration, what string, cond func() (bool, string)) {
+	c.t.Helper()
+	end := time.Now().Add(d)
+	for {
+		ok, desc := cond()
+		if ok == false {
+			c.disrupted(since, tolerance, fmt.Sprintf("%s stopped holding: %s", what, desc))
+		}
+		if time.Now().After(end) {
+			return
+		}
+		time.Sleep(clPoll)
+	}
+}
+
+// disrupted fails the test with message, or abandons the attempt as
+// inconclusive when a stall of the test process explains it.
+func (c *realCluster) disrupted(since time.Time, tolerance time.Duration, message string) {
+	c.t.Helper()
+	if why := c.excuse(since, tolerance); why != "" {
+		panic(clInconclusive{why: why + ": " + message})
+	}
+	c.t.Fatalf("%s (worst stall of the test process meanwhile: %s)", message, c.stalls.worstSince(since).Round(time.Millisecond))
+}
+
+// clRetry runs a scenario on a fresh cluster, up to three times while an
+// attempt turns out inconclusive (see clStallWatch). Each attempt's cluster
+// is torn down before the next starts.
+func clRetry(t *testing.T, cfg clConfig, scenario func(c *realCluster)) {
+	t.Helper()
+	const attempts = 3
+	for attempt := 1; attempt <= attempts; attempt++ {
+		c := newRealCluster(t, cfg)
+		var why string
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					inconclusive, ok := r.(clInconclusive)
+					if ok == false {
+						panic(r)
+					}
+					why = inconclusive.why
+				}
+			}()
+			scenario(c)
+		}()
+		c.teardown()
+		if why == "" {
+			return
+		}
+		t.Logf("attempt %d of %d inconclusive, %s", attempt, attempts, why)
+	}
+	t.Skipf("every attempt was inconclusive: the box is too loaded to evaluate this test")
 }
 
 // ---------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 package leader
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +30,7 @@ import (
 type checker struct {
 	s      *simulator
 	actors map[*simActor]bool // live incarnations
+	list   []*simActor        // the same, ordered, for deterministic checks
 
 	// relaxedSafety checks invariant 1 among simultaneous leaders only. A
 	// node restarted under its old name has forgotten the votes it cast
@@ -42,15 +42,23 @@ type checker struct {
 	fullView int
 
 	leaderOfTerm map[uint64]leadership
-	won          map[string]leadership // inc/term -> the view it won with
 	votes        map[string]map[uint64]gen.PID
-	terms        map[string]uint64
-	lastCallback map[string]callbackRecord
-	observed     map[string]publicState // state last seen, after an event or a callback
-	cutSince     map[string]cutOff
 
 	leaderChanges int // distinct (term, incarnation) leaderships seen
 	maxTerm       uint64
+}
+
+// actorCheck is the checker's memory of one incarnation, kept on the
+// actor itself so the per-event checks need no map lookups.
+type actorCheck struct {
+	term     uint64
+	voteTerm uint64
+	votedFor gen.PID
+	observed publicState
+	last     callbackRecord
+	wonTerm  uint64
+	won      leadership
+	cut      *cutOff
 }
 
 // leadership is one won term: who won it and over which view.
@@ -81,16 +89,15 @@ func newChecker(s *simulator) *checker {
 		s:            s,
 		actors:       make(map[*simActor]bool),
 		leaderOfTerm: make(map[uint64]leadership),
-		won:          make(map[string]leadership),
 		votes:        make(map[string]map[uint64]gen.PID),
-		terms:        make(map[string]uint64),
-		lastCallback: make(map[string]callbackRecord),
-		observed:     make(map[string]publicState),
-		cutSince:     make(map[string]cutOff),
 	}
 }
 
-func (c *checker) started(b *simActor) { c.actors[b] = true }
+func (c *checker) started(b *simActor) {
+	c.actors[b] = true
+	c.list = append(c.list, b)
+	slices.SortFunc(c.list, func(x, y *simActor) int { return strings.Compare(x.inc, y.inc) })
+}
 
 func (c *checker) sortedActors() []*simActor {
 	list := make([]*simActor, 0, len(c.actors))
@@ -116,43 +123,47 @@ func (c *checker) terminated(p *simProcess) {
 			delete(c.actors, b)
 		}
 	}
+	c.list = slices.DeleteFunc(c.list, func(b *simActor) bool { return b.PID() == p.pid })
 }
 
 // callback checks invariant 8 at the moment a callback runs.
 func (c *checker) callback(b *simActor, leading bool, leader gen.PID) {
-	last := c.lastCallback[b.inc]
-	before := c.observed[b.inc]
+	last := b.chk.last
+	before := b.chk.observed
 	switch {
 	case leading && last.leading:
 		c.s.fail("%s: HandleBecomeLeader twice without HandleBecomeFollower in between", b.inc)
 	case leading == false && before.leading == false && before.campaigning == false && before.leader == leader:
 		c.s.fail("%s: HandleBecomeFollower(%s) reported without a change", b.inc, leader)
 	}
-	c.observed[b.inc] = publicState{leading: leading, leader: leader}
+	b.chk.observed = publicState{leading: leading, leader: leader}
 	if leading {
 		c.s.note("%s: HandleBecomeLeader at term %d", b.inc, b.Term())
 	} else {
 		c.s.note("%s: HandleBecomeFollower(%s) at term %d", b.inc, leader.Node, b.Term())
 	}
-	c.lastCallback[b.inc] = callbackRecord{seen: true, leading: leading, leader: leader}
+	b.chk.last = callbackRecord{seen: true, leading: leading, leader: leader}
 }
 
 func (c *checker) afterEvent() {
-	current := make(map[uint64]leadership)
-	for _, b := range c.sortedActors() {
+	var current []leadership
+	var currentTerms []uint64
+	for _, b := range c.list {
 		e := b.state
 		if e == nil {
 			continue
 		}
+		k := &b.chk
 		// 3: terms never decrease
-		if e.term < c.terms[b.inc] {
-			c.s.fail("%s: term went back from %d to %d", b.inc, c.terms[b.inc], e.term)
+		if e.term < k.term {
+			c.s.fail("%s: term went back from %d to %d", b.inc, k.term, e.term)
 		}
-		c.terms[b.inc] = e.term
+		k.term = e.term
 		c.maxTerm = max(c.maxTerm, e.term)
 
-		// 2: one vote per term
-		if e.votedFor != (gen.PID{}) {
+		// 2: one vote per term (recorded on change only; this runs after
+		// every event and is most of the simulator's work)
+		if e.votedFor != (gen.PID{}) && (e.term != k.voteTerm || e.votedFor != k.votedFor) {
 			votes := c.votes[b.inc]
 			if votes == nil {
 				votes = make(map[uint64]gen.PID)
@@ -162,23 +173,24 @@ func (c *checker) afterEvent() {
 				c.s.fail("%s: voted for %s and then %s in term %d", b.inc, previous.Node, e.votedFor.Node, e.term)
 			}
 			votes[e.term] = e.votedFor
+			k.voteTerm, k.votedFor = e.term, e.votedFor
 		}
 
 		// 8: what the callbacks reported matches the state
-		c.observed[b.inc] = e.public()
-		if b.reported != e.public() {
-			c.s.fail("%s: callbacks reported %+v but the state is %+v", b.inc, b.reported, e.public())
+		public := e.public()
+		k.observed = public
+		if b.reported != public {
+			c.s.fail("%s: callbacks reported %+v but the state is %+v", b.inc, b.reported, public)
 		}
-		last := c.lastCallback[b.inc]
-		if e.role == roleLeader && last.leading == false {
+		if e.role == roleLeader && k.last.leading == false {
 			c.s.fail("%s: leads term %d without HandleBecomeLeader", b.inc, e.term)
 		}
-		if e.role != roleLeader && last.leading {
+		if e.role != roleLeader && k.last.leading {
 			c.s.fail("%s: stopped leading without HandleBecomeFollower", b.inc)
 		}
 
 		if e.role != roleLeader {
-			delete(c.cutSince, b.inc)
+			k.cut = nil
 			continue
 		}
 		// 4: no leader below the floor
@@ -186,25 +198,26 @@ func (c *checker) afterEvent() {
 			c.s.fail("%s: leads with view %d below MinClusterSize %d", b.inc, e.viewSize(), e.cfg.minClusterSize)
 		}
 		// 1: election safety, over the views the leaders won with
-		key := fmt.Sprintf("%s/%d", b.inc, e.term)
-		won, seen := c.won[key]
-		if seen == false {
-			won = leadership{inc: b.inc, view: membersList(e)}
-			c.won[key] = won
+		if k.wonTerm != e.term || k.won.inc == "" {
+			k.wonTerm = e.term
+			k.won = leadership{inc: b.inc, view: membersList(e)}
 			c.leaderChanges++
-			c.s.note("LEADER %s term %d (view %s)", b.inc, e.term, won.view)
+			c.s.note("LEADER %s term %d (view %s)", b.inc, e.term, k.won.view)
 			c.checkMajoritySide(b)
 			c.checkVotesCounted(b)
 			if first, ok := c.leaderOfTerm[e.term]; ok == false {
-				c.leaderOfTerm[e.term] = won
-			} else if first.view == won.view && c.relaxedSafety == false && c.alive(first.inc) {
-				c.s.fail("two leaders in term %d over the same view %s: %s and later %s", e.term, won.view, first.inc, b.inc)
+				c.leaderOfTerm[e.term] = k.won
+			} else if first.view == k.won.view && c.relaxedSafety == false && c.alive(first.inc) {
+				c.s.fail("two leaders in term %d over the same view %s: %s and later %s", e.term, k.won.view, first.inc, b.inc)
 			}
 		}
-		if other, ok := current[e.term]; ok && other.view == won.view {
-			c.s.fail("two leaders at once in term %d over view %s: %s and %s", e.term, won.view, other.inc, b.inc)
+		for i, other := range current {
+			if currentTerms[i] == e.term && other.view == k.won.view {
+				c.s.fail("two leaders at once in term %d over view %s: %s and %s", e.term, k.won.view, other.inc, b.inc)
+			}
 		}
-		current[e.term] = won
+		current = append(current, k.won)
+		currentTerms = append(currentTerms, e.term)
 		c.checkCutOff(b)
 	}
 }
@@ -257,26 +270,35 @@ func (c *checker) checkCutOff(b *simActor) {
 		return // the reference rule counts accepted sends: a half-open link fools it
 	}
 	self := b.PID().Node
+	reachable := func(node gen.Atom) bool {
+		n := c.s.nodes[node]
+		return n != nil && n.alive && c.s.link(node, self) == linkUp && c.s.link(self, node) == linkUp
+	}
+	count := 1
+	for node := range e.members {
+		if reachable(node) {
+			count++
+		}
+	}
+	if count >= e.quorum() {
+		b.chk.cut = nil
+		return
+	}
 	reach := make(map[gen.Atom]bool)
 	for node := range e.members {
-		n := c.s.nodes[node]
-		if n != nil && n.alive && c.s.link(node, self) == linkUp && c.s.link(self, node) == linkUp {
+		if reachable(node) {
 			reach[node] = true
 		}
 	}
-	if 1+len(reach) >= e.quorum() {
-		delete(c.cutSince, b.inc)
-		return
-	}
-	cut, ok := c.cutSince[b.inc]
+	cut := b.chk.cut
 	gained := false
 	for node := range reach {
-		if cut.reach[node] == false {
+		if cut == nil || cut.reach[node] == false {
 			gained = true
 		}
 	}
-	if ok == false || cut.quorum != e.quorum() || gained {
-		c.cutSince[b.inc] = cutOff{since: c.s.now, quorum: e.quorum(), reach: reach}
+	if cut == nil || cut.quorum != e.quorum() || gained {
+		b.chk.cut = &cutOff{since: c.s.now, quorum: e.quorum(), reach: reach}
 		bound := e.cfg.electionTimeoutMin + e.cfg.heartbeatInterval + c.s.net.maxDelay + time.Millisecond
 		// make sure an event happens at the deadline, so a leader that
 		// never steps down is caught even if nothing else is scheduled

@@ -17,6 +17,7 @@ type simActor struct {
 	cluster *simCluster
 	options Options
 	inc     string // node#creation: one incarnation of the node
+	chk     actorCheck
 }
 
 // Commands the harness delivers into an actor, so that API calls run on

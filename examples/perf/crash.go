@@ -6,13 +6,32 @@ import (
 	"time"
 )
 
+// crashRun is one failover.
+type crashRun struct {
+	took      time.Duration
+	from, to  time.Time // the kill and the agreement
+	elections uint64    // terms it took: 1 when the first election won
+	stalled   bool      // the registrar stalled during it (see canary)
+}
+
 // crashResult is the failover of one cluster size.
 type crashResult struct {
-	nodes     int
-	failover  dist     // leader killed -> every survivor follows one new leader
-	elections []uint64 // terms the failover took: 1 when the first election won
-	failures  []string
-	lo, hi    time.Duration
+	nodes    int
+	runs     []crashRun
+	all      dist // every run
+	clean    dist // the runs without a registrar stall
+	failures []string
+	lo, hi   time.Duration
+}
+
+func runCrash(p *plan) (section, []summaryRow, []crashResult) {
+	lw := watchLoad()
+	var results []crashResult
+	for _, n := range p.crashSizes {
+		p.progress("crash failover, %d nodes, %d runs", n, p.crashRuns)
+		results = append(results, measureCrash(p, n, p.crashRuns))
+	}
+	return crashSection(p, results, lw), crashRows(results), results
 }
 
 // measureCrash kills the leader node abruptly (StopForce: its connections
@@ -21,7 +40,6 @@ type crashResult struct {
 // through Inspect.
 func measureCrash(p *plan, nodes, runs int) crashResult {
 	r := crashResult{nodes: nodes}
-	var samples []time.Duration
 	h, err := newHarness(harnessSpec{nodes: nodes})
 	if err != nil {
 		r.failures = append(r.failures, err.Error())
@@ -30,7 +48,7 @@ func measureCrash(p *plan, nodes, runs int) crashResult {
 	defer func() { h.close() }()
 	r.lo, r.hi = h.timings()
 	for run := 0; run < runs; run++ {
-		sample, elections, err := crashOnce(h)
+		c, err := crashOnce(h)
 		if err != nil {
 			r.failures = append(r.failures, fmt.Sprintf("run %d: %v", run+1, err))
 			p.progress("crash %d nodes, run %d: %v", nodes, run+1, err)
@@ -42,21 +60,32 @@ func measureCrash(p *plan, nodes, runs int) crashResult {
 			}
 			continue
 		}
-		samples = append(samples, sample)
-		r.elections = append(r.elections, elections)
-		p.progress("crash %d nodes, run %d/%d: %s ms", nodes, run+1, runs, ms(sample))
+		r.runs = append(r.runs, c)
+		p.progress("crash %d nodes, run %d/%d: %s ms", nodes, run+1, runs, ms(c.took))
 	}
-	r.failover = newDist(samples)
+	if len(r.runs) > 0 {
+		p.canary.settle(r.runs[len(r.runs)-1].to)
+	}
+	var all, clean []time.Duration
+	for i := range r.runs {
+		c := &r.runs[i]
+		c.stalled = p.canary.stalled(c.from, c.to)
+		all = append(all, c.took)
+		if c.stalled == false {
+			clean = append(clean, c.took)
+		}
+	}
+	r.all, r.clean = newDist(all), newDist(clean)
 	return r
 }
 
 // crashOnce is one failover: settle, kill the leader, wait for the
 // survivors, restart the killed node.
-func crashOnce(h *harness) (time.Duration, uint64, error) {
+func crashOnce(h *harness) (crashRun, error) {
 	g := h.groups[0]
 	before, err := h.waitStable(g, 20*time.Second)
 	if err != nil {
-		return 0, 0, err
+		return crashRun{}, err
 	}
 	old := before.leader.Node
 	start := time.Now()
@@ -64,45 +93,56 @@ func crashOnce(h *harness) (time.Duration, uint64, error) {
 	survivors := others(h.names, old)
 	after, err := h.waitAgreed(g, survivors, 20*time.Second, func(a agreement) bool { return a.leader.Node != old })
 	if err != nil {
-		return 0, 0, err
+		return crashRun{}, err
 	}
 	if _, err := h.cl.Start(old); err != nil {
-		return 0, 0, err
+		return crashRun{}, err
 	}
-	return after.at.Sub(start), after.term - before.term, nil
+	return crashRun{took: after.at.Sub(start), from: start, to: after.at, elections: after.term - before.term}, nil
 }
 
 // crashSection renders the failover table.
 func crashSection(p *plan, results []crashResult, lw loadWatch) section {
 	var b strings.Builder
-	fmt.Fprintf(&b, "The leader's node is stopped with `StopForce` (its connections drop, no handover), and the time is taken from that call until every survivor's callbacks name one new leader at one term, confirmed through `Inspect`. The node is restarted and the cluster settles (one leader, full views) before the next run. Options are the defaults (150/300/50 ms, GhostTTL 5000); fast failover is on, as it is by default.\n\n")
+	b.WriteString("The leader's node is stopped with `StopForce` (its connections drop, no handover), and the time is taken from that call until every survivor's callbacks name one new leader at one term, confirmed through `Inspect`. The node is restarted and the cluster settles (one leader, full views) before the next run. Options are the defaults (150/300/50 ms, GhostTTL 5000); fast failover is on, as it is by default.\n\n")
+	b.WriteString("Two rows per size. **all runs** is every failover. **no registrar stall** leaves out the runs during which the machine's shared registrar stalled (detected independently by a canary that resolves an unknown name every 20 ms, see below); it is the library's own figure. A survivor that campaigns addresses the dead member by name, and the framework then resolves that name synchronously in the actor, so a stalled registrar stalls the campaign.\n\n")
 	b.WriteString("| nodes | runs | p50 ms | p90 ms | p99 ms | max ms | mean ms | p50 / ElectionTimeoutMin | p99 / ElectionTimeoutMin | p50 / ElectionTimeoutMax | p99 / ElectionTimeoutMax | one election | failed runs |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
-		d := r.failover
 		one := 0
-		for _, e := range r.elections {
-			if e == 1 {
+		for _, c := range r.runs {
+			if c.elections == 1 {
 				one++
 			}
 		}
-		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d | %d |\n",
-			r.nodes, d.n(), ms(d.pct(50)), ms(d.pct(90)), ms(d.pct(99)), ms(d.max()), ms(d.mean()),
-			ratio(d.pct(50), r.lo), ratio(d.pct(99), r.lo), ratio(d.pct(50), r.hi), ratio(d.pct(99), r.hi),
-			one, len(r.elections), len(r.failures))
-	}
-	b.WriteString("\nPercentiles are nearest-rank, so with 50 runs p99 is the largest sample (the 50th of 50) rather than an extrapolation. \"One election\" counts the failovers that took a single term, that is without a split vote.\n")
-	writeFailures(&b, results)
-	fmt.Fprintf(&b, "\nThe distributions are plotted in [failover.svg](failover.svg).\n\n_Measured %s with `%s`; %s._\n", stamp(), p.command, lw)
-	return section{id: "crash", title: "1. Crash failover", body: b.String()}
-}
-
-func writeFailures(b *strings.Builder, results []crashResult) {
-	for _, r := range results {
-		for _, f := range r.failures {
-			fmt.Fprintf(b, "\n- %d nodes, failed: %s", r.nodes, f)
+		for _, row := range []struct {
+			label string
+			d     dist
+		}{{"all runs", r.all}, {"no registrar stall", r.clean}} {
+			d := row.d
+			fmt.Fprintf(&b, "| %d, %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d | %d |\n",
+				r.nodes, row.label, d.n(), ms(d.pct(50)), ms(d.pct(90)), ms(d.pct(99)), ms(d.max()), ms(d.mean()),
+				ratio(d.pct(50), r.lo), ratio(d.pct(99), r.lo), ratio(d.pct(50), r.hi), ratio(d.pct(99), r.hi),
+				one, len(r.runs), len(r.failures))
 		}
 	}
+	b.WriteString("\nPercentiles are nearest-rank, so with 50 runs p99 is the largest sample (the 50th of 50) rather than an extrapolation. \"One election\" counts the failovers of all runs that took a single term, that is without a split vote.\n")
+	for _, r := range results {
+		var slow []string
+		for _, c := range r.runs {
+			if c.stalled {
+				slow = append(slow, ms(c.took))
+			}
+		}
+		if len(slow) > 0 {
+			fmt.Fprintf(&b, "\n- %d nodes: %d of %d runs overlapped a registrar stall; they took %s ms.", r.nodes, len(slow), len(r.runs), strings.Join(slow, ", "))
+		}
+		for _, f := range r.failures {
+			fmt.Fprintf(&b, "\n- %d nodes, failed: %s", r.nodes, f)
+		}
+	}
+	fmt.Fprintf(&b, "\n\nThe distributions (all runs) are plotted in [failover.svg](failover.svg).\n\n_Measured %s with `%s`; %s._\n", stamp(), p.command, lw)
+	return section{id: "crash", title: "1. Crash failover", body: b.String()}
 }
 
 // crashRows are the targets rows: p99 under 50 ms for five nodes; the other
@@ -110,19 +150,22 @@ func writeFailures(b *strings.Builder, results []crashResult) {
 func crashRows(results []crashResult) []summaryRow {
 	var rows []summaryRow
 	for _, r := range results {
-		d := r.failover
+		all, clean := r.all, r.clean
 		row := summaryRow{
 			key:    fmt.Sprintf("1. Crash failover, %d nodes", r.nodes),
 			target: "-",
-			result: fmt.Sprintf("p50 %s ms, p99 %s ms (n=%d)", ms(d.pct(50)), ms(d.pct(99)), d.n()),
+			result: fmt.Sprintf("p50 %s ms, p99 %s ms (n=%d); without registrar stalls p99 %s ms (n=%d)", ms(all.pct(50)), ms(all.pct(99)), all.n(), ms(clean.pct(99)), clean.n()),
 		}
 		switch {
-		case d.n() == 0:
+		case all.n() == 0:
 			row.verdict = "no data"
 		case r.nodes == 5:
 			const target = 50 * time.Millisecond
 			row.target = "p99 < 50 ms"
-			row.verdict = verdict(d.pct(99) < target, ms(d.pct(99)-target)+" ms")
+			row.verdict = verdict(all.pct(99) < target, ms(all.pct(99)-target)+" ms over all runs")
+			if all.pct(99) >= target && clean.n() > 0 {
+				row.verdict += fmt.Sprintf("; without registrar stalls %s", verdict(clean.pct(99) < target, ms(clean.pct(99)-target)+" ms"))
+			}
 		default:
 			row.verdict = "reported"
 		}

@@ -315,3 +315,15 @@ func (l *logSink) Log(m gen.MessageLog) {
 }
 
 func (l *logSink) Terminate() {}
+
+func (l *logSink) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.warnings
+}
+
+func (l *logSink) lastLines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.last...)
+}

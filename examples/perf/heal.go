@@ -111,8 +111,8 @@ func measureHeal(p *plan, hold time.Duration, runs int) healResult {
 }
 
 type healSample struct {
-	converge              time.Duration
-	changes, during       int
+	converge               time.Duration
+	changes, during        int
 	termMoved, leaderMoved bool
 }
 

@@ -56,15 +56,15 @@ type report struct {
 func run(p *plan) (*report, error) {
 	r := &report{}
 	r.sections = append(r.sections, headerSection(p))
+	canary, err := startCanary()
+	if err != nil {
+		return nil, fmt.Errorf("start the registrar canary: %w", err)
+	}
+	p.canary = canary
+	defer canary.close()
 	if p.wants("crash") {
-		var results []crashResult
-		lw := watchLoad()
-		for _, n := range p.crashSizes {
-			p.progress("crash failover, %d nodes, %d runs", n, p.crashRuns)
-			results = append(results, measureCrash(p, n, p.crashRuns))
-		}
-		r.sections = append(r.sections, crashSection(p, results, lw))
-		r.rows = append(r.rows, crashRows(results)...)
+		s, rows, results := runCrash(p)
+		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)
 		r.svg = failoverSVG(results)
 	}
 	if p.wants("handover") {

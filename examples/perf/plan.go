@@ -36,6 +36,8 @@ type plan struct {
 	idleWindow   time.Duration
 	stableFor    time.Duration
 
+	canary *canary // registrar stalls, to tell them from the library's own time
+
 	log   io.Writer
 	logMu sync.Mutex
 }

@@ -40,6 +40,7 @@ type recorder struct {
 	events []event
 	latest map[memberKey]event
 	keep   bool // keep the full history (off for the thousand-cluster run)
+	leads  int  // HandleBecomeLeader calls, history or not
 	notify chan struct{}
 }
 
@@ -52,6 +53,9 @@ func (r *recorder) add(e event) {
 	if r.keep {
 		r.events = append(r.events, e)
 	}
+	if e.kind == evLeading {
+		r.leads++
+	}
 	k := memberKey{e.cluster, e.node}
 	// A late callback of a dead incarnation must not overwrite its
 	// successor's state.
@@ -63,6 +67,13 @@ func (r *recorder) add(e event) {
 	case r.notify <- struct{}{}:
 	default:
 	}
+}
+
+// leadings counts the HandleBecomeLeader calls so far.
+func (r *recorder) leadings() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leads
 }
 
 // since returns the events of cluster at or after t, in order.

@@ -23,7 +23,7 @@ func failoverSVG(results []crashResult) []byte {
 	// least at ElectionTimeoutMin so the reference line is on the chart
 	var hi, lo time.Duration
 	for _, r := range results {
-		hi = max(hi, r.failover.max())
+		hi = max(hi, r.all.max())
 		lo = max(lo, r.lo)
 	}
 	xMax := niceCeil(max(float64(hi)/float64(time.Millisecond), float64(lo)/float64(time.Millisecond)))
@@ -61,14 +61,14 @@ func failoverSVG(results []crashResult) []byte {
 	}
 
 	for i, r := range results {
-		if r.failover.n() == 0 {
+		if r.all.n() == 0 {
 			continue
 		}
 		color := colors[i%len(colors)]
 		var path bytes.Buffer
-		n := float64(r.failover.n())
+		n := float64(r.all.n())
 		fmt.Fprintf(&path, "M%.1f,%.1f", x(0), y(0))
-		for k, s := range r.failover.sorted {
+		for k, s := range r.all.sorted {
 			v := float64(s) / float64(time.Millisecond)
 			fmt.Fprintf(&path, " L%.1f,%.1f L%.1f,%.1f", x(v), y(float64(k)/n), x(v), y(float64(k+1)/n))
 		}
@@ -76,8 +76,8 @@ func failoverSVG(results []crashResult) []byte {
 			path.String(), color, html.EscapeString(legend(r)))
 		ly := top + 20 + float64(i)*36
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n", left+width+12, ly, left+width+34, ly, color)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%d nodes (%d runs)</text>`+"\n", left+width+40, ly+4, r.nodes, r.failover.n())
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10">p50 %s, p99 %s ms</text>`+"\n", left+width+40, ly+18, ms(r.failover.pct(50)), ms(r.failover.pct(99)))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%d nodes (%d runs)</text>`+"\n", left+width+40, ly+4, r.nodes, r.all.n())
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10">p50 %s, p99 %s ms</text>`+"\n", left+width+40, ly+18, ms(r.all.pct(50)), ms(r.all.pct(99)))
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()
@@ -85,7 +85,7 @@ func failoverSVG(results []crashResult) []byte {
 
 func legend(r crashResult) string {
 	return fmt.Sprintf("%d nodes: p50 %s ms, p90 %s ms, p99 %s ms, max %s ms over %d runs",
-		r.nodes, ms(r.failover.pct(50)), ms(r.failover.pct(90)), ms(r.failover.pct(99)), ms(r.failover.max()), r.failover.n())
+		r.nodes, ms(r.all.pct(50)), ms(r.all.pct(90)), ms(r.all.pct(99)), ms(r.all.max()), r.all.n())
 }
 
 // niceCeil rounds up to 1, 2 or 5 times a power of ten.

@@ -389,7 +389,8 @@ func TestPortProbing(t *testing.T) {
 	opts := func(o *Options) { o.Network.Acceptors = []gen.AcceptorOptions{{Port: 15000}} }
 	a := startNode(t, "p", opts)
 	b := startNode(t, "p", opts)
-	if a.Port() < 15000 || b.Port() <= 15000 || a.Port() == b.Port() {
+	// other test binaries may hold some of these ports too
+	if a.Port() < 15000 || b.Port() < 15000 || a.Port() == b.Port() {
 		t.Errorf("ports %d %d", a.Port(), b.Port())
 	}
 	_, err := Start(Options{Name: uniqueName("p"), Network: gen.NetworkOptions{Cookie: "x",

@@ -30,6 +30,10 @@ import (
 // DefaultPort is the TCP and UDP port of the built-in registrar.
 const DefaultPort uint16 = 4499
 
+// graceperiod is how long a new server holds back "not found" answers
+// while the clients of a previous server re-register.
+const graceperiod = time.Second
+
 // ErrNotFound is returned by Resolve for a name nobody registered.
 var ErrNotFound = errors.New("registrar: name not registered")
 
@@ -138,13 +142,12 @@ func (r *Registrar) loop(ready chan struct{}) {
 		}
 	}
 	warnedTaken := false
-	failover := false // a server we were registered with went away
 	for !r.stopped() {
 		if srv := listen(r.cfg.ServerPort); srv != nil {
 			srv.entries[r.cfg.Name] = &entry{port: r.cfg.Port}
-			if failover {
-				srv.graceUntil = time.Now().Add(time.Second)
-			}
+			// A previous server may have just died (in this process or
+			// another); its clients need a moment to re-register here.
+			srv.graceUntil = time.Now().Add(graceperiod)
 			r.mu.Lock()
 			if r.stopped() {
 				r.mu.Unlock()
@@ -166,7 +169,6 @@ func (r *Registrar) loop(ready chan struct{}) {
 			signal()
 			warnedTaken = false
 			r.waitLink() // until the server goes away or Stop
-			failover = true
 			// Spread the re-bind race a little so one client wins quickly.
 			if !r.sleep(time.Duration(rand.IntN(20)) * time.Millisecond) {
 				return

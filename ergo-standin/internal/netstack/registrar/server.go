@@ -25,8 +25,8 @@ type server struct {
 	udp     net.PacketConn
 	closed  bool
 	changed chan struct{} // closed and replaced on every registration
-	// graceUntil: a server elected after the previous one died holds back
-	// "not found" answers until then, while the other nodes re-register.
+	// graceUntil: a new server holds back "not found" answers until then,
+	// while the clients of a previous server re-register.
 	graceUntil time.Time
 	wg         sync.WaitGroup
 }
@@ -41,7 +41,7 @@ func listen(port uint16) *server {
 		changed: make(chan struct{})}
 }
 
-// lookup finds a registration; during the grace period after a failover it
+// lookup finds a registration; during the grace period after the start it
 // waits for the name to re-register before answering "not found".
 func (s *server) lookup(name string) (uint16, bool) {
 	for {
@@ -139,6 +139,10 @@ func (s *server) serveClient(c net.Conn) {
 		return
 	}
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
 	if _, taken := s.entries[f[1]]; taken {
 		s.mu.Unlock()
 		c.Write([]byte("TAKEN\n"))

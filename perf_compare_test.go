@@ -1,0 +1,211 @@
+package leader
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The fast-failover comparison of docs/performance.md. Fast failover can
+// only be switched off through an unexported field, so the comparison lives
+// here rather than in examples/perf, and it is a measurement, not a test:
+// it runs only when asked to and asserts nothing about speed.
+//
+//	LEADER_PERF=1 go test -run TestPerfFastFailoverComparison -v .
+//	LEADER_PERF=1 LEADER_PERF_DOC=docs/performance.md LEADER_PERF_SIZES=3,5,9 go test -run TestPerfFastFailoverComparison -v .
+//
+// LEADER_PERF_RUNS sets the runs per size and mode (default 50),
+// LEADER_PERF_SIZES the cluster sizes (default 5), and LEADER_PERF_DOC the
+// report whose "compare" section is replaced with the table.
+
+// TestPerfFastFailoverComparison kills the leader's node abruptly
+// (StopForce) in a fresh cluster per run, with fast failover on and off,
+// and measures until every survivor follows one new leader.
+func TestPerfFastFailoverComparison(t *testing.T) {
+	if os.Getenv("LEADER_PERF") == "" {
+		t.Skip("a measurement: set LEADER_PERF=1 to run it")
+	}
+	runs := perfEnvInt(t, "LEADER_PERF_RUNS", 50)
+	sizes := []int{5}
+	if v := os.Getenv("LEADER_PERF_SIZES"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 3 {
+				t.Fatalf("LEADER_PERF_SIZES=%q: want sizes of at least 3", v)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	load := perfLoadAvg()
+	began := time.Now()
+	var rows []perfFailoverRow
+	for _, size := range sizes {
+		for _, fastOff := range []bool{false, true} {
+			row := perfFailoverRow{nodes: size, fastOff: fastOff}
+			for run := 0; run < runs; run++ {
+				name := fmt.Sprintf("nodes=%d/fast=%v/run=%d", size, fastOff == false, run+1)
+				t.Run(name, func(t *testing.T) {
+					took, elections := perfFailoverOnce(t, size, protocolSwitches{noFastFailover: fastOff})
+					row.samples = append(row.samples, took)
+					if elections == 1 {
+						row.oneElection++
+					}
+				})
+			}
+			t.Logf("nodes %d, fast failover %s: %s", size, row.mode(), clSummary(row.samples))
+			rows = append(rows, row)
+		}
+	}
+	table := perfCompareTable(rows, runs, load, time.Since(began))
+	t.Logf("\n%s", table)
+	if path := os.Getenv("LEADER_PERF_DOC"); path != "" {
+		if err := perfReplaceSection(path, "compare", table); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type perfFailoverRow struct {
+	nodes       int
+	fastOff     bool
+	samples     []time.Duration
+	oneElection int
+}
+
+func (r perfFailoverRow) mode() string {
+	if r.fastOff {
+		return "off"
+	}
+	return "on"
+}
+
+// perfFailoverOnce starts a settled cluster of size nodes, kills its
+// leader's node, and returns the time from the kill until every survivor's
+// callbacks name one new leader at one term, and how many terms it took.
+func perfFailoverOnce(t *testing.T, size int, switches protocolSwitches) (time.Duration, uint64) {
+	tm := clusterDefaultTimings
+	c := newRealCluster(t, clConfig{})
+	idxs := c.addNodes(size)
+	c.spawnAll(idxs, tm.options("perf-compare", 3), switches)
+	c.waitViews(idxs, clActorName, size, clConverge)
+	old, before := c.waitLeader(idxs, clActorName, clConverge)
+	// every follower has acknowledged, and heard, a recent heartbeat
+	time.Sleep(2 * tm.heartbeat())
+	if leader, term, ok, _ := c.agreedLeader(idxs, clActorName); ok == false || leader != old || term != before {
+		t.Fatalf("the cluster did not stay settled before the kill")
+	}
+	survivors := clWithout(idxs, old)
+	start := time.Now()
+	c.stopNode(old, false)
+	leader, term := c.waitLeader(survivors, clActorName, clConverge)
+
+	// The poll above only says that it happened; the callbacks say when.
+	leaderName := c.name(leader)
+	var done time.Time
+	for _, i := range survivors {
+		name := c.name(i)
+		found := c.rec.find(func(e cbEvent) bool {
+			if e.node != name || e.term != term || e.at.Before(start) {
+				return false
+			}
+			if i == leader {
+				return e.kind == cbLeader
+			}
+			return e.kind == cbFollower && e.leader.Node == leaderName
+		})
+		if len(found) == 0 {
+			t.Fatalf("no callback of %s names the new leader %s at term %d", name, leaderName, term)
+		}
+		if found[0].at.After(done) {
+			done = found[0].at
+		}
+	}
+	return done.Sub(start), term - before
+}
+
+// perfCompareTable renders the rows for the report.
+func perfCompareTable(rows []perfFailoverRow, runs int, load string, took time.Duration) string {
+	lo, hi := clusterDefaultTimings.electionMin(), clusterDefaultTimings.electionMax()
+	var b strings.Builder
+	b.WriteString("## 1b. Fast failover on and off\n\n")
+	b.WriteString("The same crash as in section 1, measured by a test of package leader, because the switch that turns fast failover off is unexported. Each run is a fresh cluster (default options, test helpers of the cluster tests: real nodes, a TCP proxy per pair); the leader's node is stopped with `StopForce` and the time runs until every survivor's callbacks name one new leader at one term. \"on\" is the library as shipped; \"off\" waits for the normal election timeout after the leader's down.\n\n")
+	b.WriteString("| fast failover | nodes | runs | p50 ms | p90 ms | p99 ms | max ms | p50 / ElectionTimeoutMin | p99 / ElectionTimeoutMin | p50 / ElectionTimeoutMax | p99 / ElectionTimeoutMax | one election |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		sorted := slices.Clone(r.samples)
+		slices.Sort(sorted)
+		p := func(q float64) time.Duration { return clPercentile(sorted, q) }
+		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %d/%d |\n",
+			r.mode(), r.nodes, len(sorted), perfMS(p(50)), perfMS(p(90)), perfMS(p(99)), perfMS(p(100)),
+			float64(p(50))/float64(lo), float64(p(99))/float64(lo), float64(p(50))/float64(hi), float64(p(99))/float64(hi),
+			r.oneElection, len(sorted))
+	}
+	fmt.Fprintf(&b, "\n_Measured %s with `LEADER_PERF=1 LEADER_PERF_RUNS=%d LEADER_PERF_SIZES=%s go test -run TestPerfFastFailoverComparison -v .`; took %s; 1-min load average %s at the start, %s at the end._",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), runs, perfSizes(rows), took.Round(time.Second), load, perfLoadAvg())
+	return b.String()
+}
+
+func perfSizes(rows []perfFailoverRow) string {
+	var list []string
+	for _, r := range rows {
+		if s := strconv.Itoa(r.nodes); slices.Contains(list, s) == false {
+			list = append(list, s)
+		}
+	}
+	return strings.Join(list, ",")
+}
+
+func perfMS(d time.Duration) string {
+	v := float64(d) / float64(time.Millisecond)
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// perfReplaceSection puts content between the section's markers in the
+// report (the layout examples/perf writes), or appends it with markers.
+func perfReplaceSection(path, id, content string) error {
+	text, err := os.ReadFile(path)
+	if err != nil && os.IsNotExist(err) == false {
+		return err
+	}
+	begin, end := "<!-- perf:begin "+id+" -->", "<!-- perf:end "+id+" -->"
+	s := string(text)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		s = strings.TrimRight(s, "\n") + "\n\n" + begin + "\n" + content + "\n" + end + "\n"
+	} else {
+		s = s[:i+len(begin)] + "\n" + content + "\n" + s[j:]
+	}
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+func perfEnvInt(t *testing.T, key string, fallback int) int {
+	v := os.Getenv(key)
+	if v == "" {
+		return fallback
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", key, v)
+	}
+	return n
+}
+
+// perfLoadAvg is the 1-minute load average (Linux), "?" elsewhere.
+func perfLoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
