@@ -768,7 +768,7 @@ func (w *clStallWatch) worstSince(since time.Time) time.Duration {
 	return worst
 }
 
-// errClInconclusive is what a scenario reports when a disruption it was
+// clInconclusive is what a scenario reports when a disruption it was
 // meant to rule out happened during a stall of the test process.
 type clInconclusive struct{ why string }
 

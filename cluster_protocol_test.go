@@ -85,68 +85,76 @@ func TestClusterPreVoteRejoin(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			tm := clusterSteadyTimings // the isolated keep their view of five, and keep campaigning
-			c := newRealCluster(t, clConfig{})
-			all := c.addNodes(5)
-			switches := protocolSwitches{noPreVote: preVote == false}
-			c.spawnAll(all, tm.options("prevote", 3), switches)
-			leader, term := c.waitLeader(all, clActorName, clConverge)
-			c.waitViews(all, clActorName, 5, clConverge)
-			settled := time.Now()
-
-			followers := clWithout(all, leader)
-			rand.Shuffle(len(followers), func(i, j int) { followers[i], followers[j] = followers[j], followers[i] })
-			isolated := followers[:2]
-			majority := clWithout(all, isolated...)
-			c.partition(majority, isolated[:1], isolated[1:])
-
-			isolation := 10 * tm.electionMax()
-			isolatedAt := time.Now()
-			if preVote {
-				clHoldFor(t, isolation, "the majority's leader and term while two followers are isolated", clSteadyLeader(c, majority, leader, term))
-			} else {
-				waitFor(t, clConverge, "the isolated followers to campaign with real votes", func() (bool, string) {
-					states := c.states(isolated, clActorName)
-					for _, s := range states {
-						if s.err != nil || s.term <= term {
-							return false, clDescribe(states)
-						}
-					}
-					return true, ""
-				})
-				// the scenario: the isolation lasts as long as with pre-vote
-				time.Sleep(time.Until(isolatedAt.Add(isolation)))
-			}
-			isolatedTerms := c.states(isolated, clActorName)
-			c.healAll()
-
-			if preVote {
-				// Everyone back under the same leader at the same term, and it
-				// stays so.
-				got, gotTerm := c.waitLeader(all, clActorName, clConverge)
-				require.Equal(t, leader, got)
-				require.Equal(t, term, gotTerm)
+			tolerance := tm.electionMin() / 2
+			clRetry(t, clConfig{}, func(c *realCluster) {
+				all := c.addNodes(5)
+				switches := protocolSwitches{noPreVote: preVote == false}
+				c.spawnAll(all, tm.options("prevote", 3), switches)
+				leader, term := c.waitLeader(all, clActorName, clConverge)
 				c.waitViews(all, clActorName, 5, clConverge)
-				clHoldFor(t, 3*tm.electionMax(), "the leader and term after the rejoin", clSteadyLeader(c, all, leader, term))
-				require.Empty(t, c.rec.leadersSince("prevote", settled), "no leader change")
-				_, demoted := c.rec.firstAfter(cbFollower, "prevote", c.name(leader), settled)
-				require.False(t, demoted, "the leader must not be deposed")
-				for _, s := range isolatedTerms {
-					require.Equal(t, term, s.term, "an isolated follower with pre-vote keeps its term: %s", s)
-				}
-				t.Logf("isolated followers before the heal: %s", clDescribe(isolatedTerms))
-				return
-			}
+				settled := time.Now()
 
-			// Without pre-vote the isolated followers' terms ran ahead and
-			// the rejoin disrupts the leader.
-			for _, s := range isolatedTerms {
-				require.Greater(t, s.term, term, "an isolated follower without pre-vote inflates its term: %s", s)
-			}
-			_, newTerm := c.waitLeader(all, clActorName, clConverge)
-			require.Greater(t, newTerm, term, "the majority's term must have been bumped")
-			_, demoted := c.rec.firstAfter(cbFollower, "prevote", c.name(leader), settled)
-			require.True(t, demoted, "the leader must have been deposed by the returning followers")
-			t.Logf("without pre-vote: term %d -> %d; isolated before the heal: %s", term, newTerm, clDescribe(isolatedTerms))
+				followers := clWithout(all, leader)
+				rand.Shuffle(len(followers), func(i, j int) { followers[i], followers[j] = followers[j], followers[i] })
+				isolated := followers[:2]
+				majority := clWithout(all, isolated...)
+				isolatedAt := time.Now()
+				c.partition(majority, isolated[:1], isolated[1:])
+
+				isolation := 10 * tm.electionMax()
+				if preVote {
+					c.steady(settled, tolerance, isolation, "the majority's leader and term while two followers are isolated",
+						clSteadyLeader(c, majority, leader, term))
+				} else {
+					waitFor(t, clConverge, "the isolated followers to campaign with real votes", func() (bool, string) {
+						states := c.states(isolated, clActorName)
+						for _, s := range states {
+							if s.err != nil || s.term <= term {
+								return false, clDescribe(states)
+							}
+						}
+						return true, ""
+					})
+					// the scenario: the isolation lasts as long as with pre-vote
+					time.Sleep(time.Until(isolatedAt.Add(isolation)))
+				}
+				isolatedStates := c.states(isolated, clActorName)
+				c.healAll()
+
+				if preVote {
+					// Pre-vote never let the isolated followers raise their term.
+					for _, s := range isolatedStates {
+						require.Equal(t, term, s.term, "an isolated follower with pre-vote keeps its term: %s", s)
+					}
+					// Everyone back under the same leader at the same term, and
+					// it stays so.
+					got, gotTerm := c.waitLeader(all, clActorName, clConverge)
+					if got != leader || gotTerm != term {
+						c.disrupted(settled, tolerance, fmt.Sprintf("after the rejoin %s leads term %d; %s led term %d before", c.name(got), gotTerm, c.name(leader), term))
+					}
+					c.waitViews(all, clActorName, 5, clConverge)
+					c.steady(settled, tolerance, 3*tm.electionMax(), "the leader and term after the rejoin", clSteadyLeader(c, all, leader, term))
+					if won := c.rec.leadersSince("prevote", settled); len(won) > 0 {
+						c.disrupted(settled, tolerance, fmt.Sprintf("a leader change: %v", won))
+					}
+					if demoted, ok := c.rec.firstAfter(cbFollower, "prevote", c.name(leader), settled); ok {
+						c.disrupted(settled, tolerance, fmt.Sprintf("the leader was deposed: %s", demoted))
+					}
+					t.Logf("isolated followers before the heal: %s", clDescribe(isolatedStates))
+					return
+				}
+
+				// Without pre-vote the isolated followers' terms ran ahead and
+				// the rejoin disrupts the leader.
+				for _, s := range isolatedStates {
+					require.Greater(t, s.term, term, "an isolated follower without pre-vote inflates its term: %s", s)
+				}
+				_, newTerm := c.waitLeader(all, clActorName, clConverge)
+				require.Greater(t, newTerm, term, "the majority's term must have been bumped")
+				_, demoted := c.rec.firstAfter(cbFollower, "prevote", c.name(leader), settled)
+				require.True(t, demoted, "the leader must have been deposed by the returning followers")
+				t.Logf("without pre-vote: term %d -> %d; isolated before the heal: %s", term, newTerm, clDescribe(isolatedStates))
+			})
 		})
 	}
 }
@@ -165,45 +173,52 @@ func TestClusterAsymmetricPartition(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			tm := clusterSteadyTimings
-			c := newRealCluster(t, clConfig{})
-			all := c.addNodes(5)
-			c.spawnAll(all, tm.options("asymmetric", 3), protocolSwitches{noResponseQuorum: responseQuorum == false})
-			leader, term := c.waitLeader(all, clActorName, clConverge)
-			c.waitViews(all, clActorName, 5, clConverge)
-			rest := clWithout(all, leader)
+			tolerance := tm.electionMin() / 2
+			clRetry(t, clConfig{}, func(c *realCluster) {
+				all := c.addNodes(5)
+				c.spawnAll(all, tm.options("asymmetric", 3), protocolSwitches{noResponseQuorum: responseQuorum == false})
+				leader, term := c.waitLeader(all, clActorName, clConverge)
+				c.waitViews(all, clActorName, 5, clConverge)
+				settled := time.Now()
+				rest := clWithout(all, leader)
 
-			dropAt := time.Now()
-			c.dropToward(leader)
+				dropAt := time.Now()
+				c.dropToward(leader)
 
-			if responseQuorum == false {
-				hold := 10 * (tm.electionMin() + tm.heartbeat())
-				clHoldFor(t, hold, "the deaf leader keeping its leadership", clSteadyLeader(c, all, leader, term))
-				_, demoted := c.rec.firstAfter(cbFollower, "asymmetric", c.name(leader), dropAt)
-				require.False(t, demoted)
-				return
-			}
-
-			var stepDown cbEvent
-			waitFor(t, clConverge, "the deaf leader to step down", func() (bool, string) {
-				var ok bool
-				stepDown, ok = c.rec.firstAfter(cbFollower, "asymmetric", c.name(leader), dropAt)
-				return ok, c.stateOf(leader, clActorName).String()
-			})
-			latency := stepDown.at.Sub(dropAt)
-			bound := tm.electionMin() + tm.heartbeat() + clSlack
-			t.Logf("the deaf leader stepped down %s after its inbound was lost (bound %s)", latency.Round(time.Millisecond), bound)
-			require.Less(t, latency, bound)
-
-			next, nextTerm := c.waitLeader(rest, clActorName, clConverge)
-			require.Greater(t, nextTerm, term)
-			clHoldFor(t, 3*tm.electionMax(), "exactly one leader among the five", func() (bool, string) {
-				states := c.states(all, clActorName)
-				for _, s := range states {
-					if s.err != nil || (s.state == "leader") != (s.idx == next) {
-						return false, clDescribe(states)
+				if responseQuorum == false {
+					hold := 10 * (tm.electionMin() + tm.heartbeat())
+					c.steady(settled, tolerance, hold, "the deaf leader keeping its leadership", clSteadyLeader(c, all, leader, term))
+					if demoted, ok := c.rec.firstAfter(cbFollower, "asymmetric", c.name(leader), dropAt); ok {
+						c.disrupted(settled, tolerance, fmt.Sprintf("the deaf leader stepped down: %s", demoted))
 					}
+					return
 				}
-				return true, ""
+
+				var stepDown cbEvent
+				waitFor(t, clConverge, "the deaf leader to step down", func() (bool, string) {
+					var ok bool
+					stepDown, ok = c.rec.firstAfter(cbFollower, "asymmetric", c.name(leader), dropAt)
+					return ok, c.stateOf(leader, clActorName).String()
+				})
+				latency := stepDown.at.Sub(dropAt)
+				bound := tm.electionMin() + tm.heartbeat() + clSlack
+				t.Logf("the deaf leader stepped down %s after its inbound was lost (bound %s)", latency.Round(time.Millisecond), bound)
+				if latency >= bound {
+					c.disrupted(dropAt, tolerance, fmt.Sprintf("the deaf leader stepped down %s after its inbound was lost, later than %s", latency, bound))
+				}
+
+				next, nextTerm := c.waitLeader(rest, clActorName, clConverge)
+				require.Greater(t, nextTerm, term)
+				elected := time.Now()
+				c.steady(elected, tolerance, 3*tm.electionMax(), "exactly one leader among the five", func() (bool, string) {
+					states := c.states(all, clActorName)
+					for _, s := range states {
+						if s.err != nil || (s.state == "leader") != (s.idx == next) {
+							return false, clDescribe(states)
+						}
+					}
+					return true, ""
+				})
 			})
 		})
 	}
@@ -391,38 +406,53 @@ func TestClusterFollowerLinkFlapDoesNotDisrupt(t *testing.T) {
 		flaps = 50
 	}
 	tm := clusterDefaultTimings
-	c := newRealCluster(t, clConfig{})
-	all := c.addNodes(5)
-	c.spawnAll(all, tm.options("flap", 3), protocolSwitches{})
-	leader, term := c.waitLeader(all, clActorName, clConverge)
-	c.waitViews(all, clActorName, 5, clConverge)
-	settled := time.Now()
-	follower := clWithout(all, leader)[rand.IntN(4)]
-	leaderName, followerName := c.name(leader), string(c.name(follower))
+	tolerance := tm.electionMin() / 2
+	clRetry(t, clConfig{}, func(c *realCluster) {
+		all := c.addNodes(5)
+		c.spawnAll(all, tm.options("flap", 3), protocolSwitches{})
+		leader, term := c.waitLeader(all, clActorName, clConverge)
+		c.waitViews(all, clActorName, 5, clConverge)
+		settled := time.Now()
+		follower := clWithout(all, leader)[rand.IntN(4)]
+		leaderName, followerName := c.name(leader), string(c.name(follower))
+		// the leader and every follower but the flapping one keep the term
+		undisturbed := func() {
+			states := c.states(clWithout(all, follower), clActorName)
+			if ok, desc := clSteadyLeader(c, clWithout(all, follower), leader, term)(); ok == false {
+				c.disrupted(settled, tolerance, "the leader or the term moved: "+desc)
+			}
+			_ = states
+		}
 
-	for flap := range flaps {
-		c.cutPair(follower, leader)
-		waitFor(t, clConverge, fmt.Sprintf("flap %d: the follower to lose the leader", flap), func() (bool, string) {
-			s := c.stateOf(follower, clActorName)
-			return s.err == nil && s.leaderNode == "", s.String()
-		})
-		// Keep it cut for a while: long enough for the follower's early
-		// pre-vote and at least one regular one.
-		time.Sleep(time.Duration(rand.IntN(tm.max)) * time.Millisecond)
-		c.healPair(follower, leader)
-		waitFor(t, clConverge, fmt.Sprintf("flap %d: the follower to follow the leader again", flap), func() (bool, string) {
-			f := c.stateOf(follower, clActorName)
-			l := c.stateOf(leader, clActorName, "ergo:unreachable")
-			ok := f.err == nil && l.err == nil && f.leaderNode == leaderName &&
-				l.state == "leader" && l.term == term && strings.Contains(l.raw["ergo:unreachable"], followerName) == false
-			return ok, f.String() + " / " + l.String() + " unreachable=" + l.raw["ergo:unreachable"]
-		})
-	}
-	clHoldFor(t, tm.electionMax(), "the leader and term after the flaps", clSteadyLeader(c, all, leader, term))
-	require.Empty(t, c.rec.leadersSince("flap", settled), "no leader change")
-	_, demoted := c.rec.firstAfter(cbFollower, "flap", leaderName, settled)
-	require.False(t, demoted, "the leader must never step down")
-	t.Logf("%d flaps of %s's link to the leader: leader and term %d unchanged", flaps, followerName, term)
+		for flap := range flaps {
+			c.cutPair(follower, leader)
+			waitFor(t, clConverge, fmt.Sprintf("flap %d: the follower to lose the leader", flap), func() (bool, string) {
+				undisturbed()
+				s := c.stateOf(follower, clActorName)
+				return s.err == nil && s.leaderNode == "", s.String()
+			})
+			// Keep it cut for a while: long enough for the follower's early
+			// pre-vote, and up to a regular one.
+			time.Sleep(time.Duration(rand.IntN(tm.max)) * time.Millisecond)
+			c.healPair(follower, leader)
+			waitFor(t, clConverge, fmt.Sprintf("flap %d: the follower to follow the leader again", flap), func() (bool, string) {
+				undisturbed()
+				f := c.stateOf(follower, clActorName)
+				l := c.stateOf(leader, clActorName, "ergo:unreachable")
+				ok := f.err == nil && l.err == nil && f.leaderNode == leaderName && f.term == term &&
+					strings.Contains(l.raw["ergo:unreachable"], followerName) == false
+				return ok, f.String() + " / " + l.String() + " unreachable=" + l.raw["ergo:unreachable"]
+			})
+		}
+		c.steady(settled, tolerance, tm.electionMax(), "the leader and term after the flaps", clSteadyLeader(c, all, leader, term))
+		if won := c.rec.leadersSince("flap", settled); len(won) > 0 {
+			c.disrupted(settled, tolerance, fmt.Sprintf("a leader change: %v", won))
+		}
+		if demoted, ok := c.rec.firstAfter(cbFollower, "flap", leaderName, settled); ok {
+			c.disrupted(settled, tolerance, fmt.Sprintf("the leader stepped down: %s", demoted))
+		}
+		t.Logf("%d flaps of %s's link to the leader: leader and term %d unchanged", flaps, followerName, term)
+	})
 }
 
 // A hung leader (its actor blocked for longer than ElectionTimeoutMax) is

@@ -169,74 +169,83 @@ func TestClusterStoppedLeaderStaysRemoved(t *testing.T) {
 func TestClusterPartitionWalkthrough(t *testing.T) {
 	// The walkthrough's views stay at five: no ghost expires during it.
 	tm := clusterSteadyTimings
-	c := newRealCluster(t, clConfig{})
-	all := c.addNodes(5)
-	c.spawnAll(all, tm.options("walkthrough", 3), protocolSwitches{})
-	a, term := c.waitLeader(all, clActorName, clConverge)
-	c.waitViews(all, clActorName, 5, clConverge)
+	tolerance := tm.electionMin() / 2
+	clRetry(t, clConfig{}, func(c *realCluster) {
+		all := c.addNodes(5)
+		c.spawnAll(all, tm.options("walkthrough", 3), protocolSwitches{})
+		a, term := c.waitLeader(all, clActorName, clConverge)
+		c.waitViews(all, clActorName, 5, clConverge)
+		settled := time.Now()
 
-	rest := clWithout(all, a)
-	rand.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
-	majority := []int{a, rest[0], rest[1]}
-	minority := []int{rest[2], rest[3]}
-	t.Logf("leader %s at term %d; split %v | %v", c.name(a), term, majority, minority)
+		rest := clWithout(all, a)
+		rand.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+		majority := []int{a, rest[0], rest[1]}
+		minority := []int{rest[2], rest[3]}
+		t.Logf("leader %s at term %d; split %v | %v", c.name(a), term, majority, minority)
 
-	splitAt := time.Now()
-	c.partition(majority, minority)
-	clHoldFor(t, 10*tm.electionMax(), "A leading at the same term, the minority leaderless with views of five", func() (bool, string) {
-		states := c.states(all, clActorName)
-		for _, s := range states {
-			switch {
-			case s.err != nil:
-				return false, clDescribe(states)
-			case s.idx == a && (s.state != "leader" || s.term != term):
-				return false, clDescribe(states)
-			case slices.Contains(minority, s.idx) && s.state == "leader":
-				return false, clDescribe(states)
-			case s.viewSize != 5:
-				return false, clDescribe(states)
+		splitAt := time.Now()
+		c.partition(majority, minority)
+		c.steady(settled, tolerance, 10*tm.electionMax(), "A leading at the same term, the minority leaderless with views of five", func() (bool, string) {
+			states := c.states(all, clActorName)
+			for _, s := range states {
+				switch {
+				case s.err != nil:
+					return false, clDescribe(states)
+				case s.idx == a && (s.state != "leader" || s.term != term):
+					return false, clDescribe(states)
+				case slices.Contains(minority, s.idx) && s.state == "leader":
+					return false, clDescribe(states)
+				case s.viewSize != 5:
+					return false, clDescribe(states)
+				}
 			}
+			return true, ""
+		})
+		if won := c.rec.leadersSince("walkthrough", splitAt); len(won) > 0 {
+			c.disrupted(settled, tolerance, fmt.Sprintf("nobody may win an election during the split: %v", won))
 		}
-		return true, ""
+
+		c.healAll()
+		leader, after := c.waitLeader(all, clActorName, clConverge)
+		c.waitViews(all, clActorName, 5, clConverge)
+		if leader != a || after != term {
+			c.disrupted(settled, tolerance, fmt.Sprintf("nobody outranked A, so D and E follow it again: want %s at term %d, got %s at term %d",
+				c.name(a), term, c.name(leader), after))
+		}
+
+		// The leader on the wrong side.
+		x := rest[rand.IntN(len(rest))]
+		small := []int{a, x}
+		large := clWithout(all, a, x)
+		t.Logf("split %v | %v with the leader on the minority side", small, large)
+		splitAt = time.Now()
+		c.partition(small, large)
+
+		var stepDown cbEvent
+		waitFor(t, clConverge, "the isolated leader to step down", func() (bool, string) {
+			var ok bool
+			stepDown, ok = c.rec.firstAfter(cbFollower, "walkthrough", c.name(a), splitAt)
+			return ok, c.stateOf(a, clActorName).String()
+		})
+		latency := stepDown.at.Sub(splitAt)
+		bound := tm.electionMin() + tm.heartbeat() + clSlack
+		t.Logf("the isolated leader stepped down %s after the split (bound %s)", latency.Round(time.Millisecond), bound)
+		if latency >= bound {
+			c.disrupted(splitAt, tolerance, fmt.Sprintf("the isolated leader stepped down %s after the split, later than %s", latency, bound))
+		}
+
+		newLeader, newTerm := c.waitLeader(large, clActorName, clConverge)
+		require.Greater(t, newTerm, term)
+		for _, s := range c.states(small, clActorName) {
+			require.NotEqual(t, "leader", s.state, "the minority side must not lead: %s", s)
+		}
+
+		c.healAll()
+		final, finalTerm := c.waitLeader(all, clActorName, clConverge)
+		c.waitViews(all, clActorName, 5, clConverge)
+		t.Logf("majority elected %s at term %d; after healing %s leads term %d", c.name(newLeader), newTerm, c.name(final), finalTerm)
+		require.GreaterOrEqual(t, finalTerm, newTerm)
 	})
-	require.Empty(t, c.rec.leadersSince("walkthrough", splitAt), "nobody may win an election during the split")
-
-	c.healAll()
-	leader, after := c.waitLeader(all, clActorName, clConverge)
-	c.waitViews(all, clActorName, 5, clConverge)
-	require.Equal(t, a, leader, "nobody outranked A, so D and E follow it again")
-	require.Equal(t, term, after)
-
-	// The leader on the wrong side.
-	x := rest[rand.IntN(len(rest))]
-	small := []int{a, x}
-	large := clWithout(all, a, x)
-	t.Logf("split %v | %v with the leader on the minority side", small, large)
-	splitAt = time.Now()
-	c.partition(small, large)
-
-	var stepDown cbEvent
-	waitFor(t, clConverge, "the isolated leader to step down", func() (bool, string) {
-		var ok bool
-		stepDown, ok = c.rec.firstAfter(cbFollower, "walkthrough", c.name(a), splitAt)
-		return ok, c.stateOf(a, clActorName).String()
-	})
-	latency := stepDown.at.Sub(splitAt)
-	bound := tm.electionMin() + tm.heartbeat() + clSlack
-	t.Logf("the isolated leader stepped down %s after the split (bound %s)", latency.Round(time.Millisecond), bound)
-	require.Less(t, latency, bound)
-
-	newLeader, newTerm := c.waitLeader(large, clActorName, clConverge)
-	require.Greater(t, newTerm, term)
-	for _, s := range c.states(small, clActorName) {
-		require.NotEqual(t, "leader", s.state, "the minority side must not lead: %s", s)
-	}
-
-	c.healAll()
-	final, finalTerm := c.waitLeader(all, clActorName, clConverge)
-	c.waitViews(all, clActorName, 5, clConverge)
-	t.Logf("majority elected %s at term %d; after healing %s leads term %d", c.name(newLeader), newTerm, c.name(final), finalTerm)
-	require.GreaterOrEqual(t, finalTerm, newTerm)
 }
 
 // Set MinClusterSize / No leader below the floor: two nodes with the default
@@ -429,81 +438,91 @@ func TestClusterLeaveIsImmediateAndSticky(t *testing.T) {
 // independently, and each drops the other's messages as cluster_mismatch.
 func TestClusterTwoClusterIDsAreIndependent(t *testing.T) {
 	const alpha, beta = gen.Atom("alpha"), gen.Atom("beta")
-	c := newRealCluster(t, clConfig{})
-	all := c.addNodes(4)
-	alphaNodes := all[:3]
-	alphaOptions := clusterSteadyTimings.options("alpha", 3)
-	betaOptions := clusterSteadyTimings.options("beta", 3)
+	tm := clusterSteadyTimings
+	tolerance := tm.electionMin() / 2
+	clRetry(t, clConfig{}, func(c *realCluster) {
+		all := c.addNodes(4)
+		alphaNodes := all[:3]
+		alphaOptions := tm.options("alpha", 3)
+		betaOptions := tm.options("beta", 3)
 
-	// alpha runs on three nodes.
-	for _, i := range alphaNodes {
-		self := i
-		c.mustSpawn(i, clActorSpec{name: alpha, options: alphaOptions, discover: func() []gen.ProcessID {
+		// alpha runs on three nodes.
+		for _, i := range alphaNodes {
+			self := i
+			c.mustSpawn(i, clActorSpec{name: alpha, options: alphaOptions, discover: func() []gen.ProcessID {
+				var peers []gen.ProcessID
+				for _, j := range alphaNodes {
+					if j != self {
+						peers = append(peers, gen.ProcessID{Name: alpha, Node: c.name(j)})
+					}
+				}
+				return peers
+			}})
+		}
+		alphaLeader, alphaTerm := c.waitLeader(alphaNodes, alpha, clConverge)
+		settled := time.Now()
+
+		// A beta actor on the fourth node that Joins the alpha actors'
+		// names: its probes and pre-votes land on alpha actors.
+		c.mustSpawn(all[3], clActorSpec{name: beta, options: betaOptions, discover: func() []gen.ProcessID {
 			var peers []gen.ProcessID
 			for _, j := range alphaNodes {
-				if j != self {
-					peers = append(peers, gen.ProcessID{Name: alpha, Node: c.name(j)})
-				}
+				peers = append(peers, gen.ProcessID{Name: alpha, Node: c.name(j)})
+			}
+			for _, j := range alphaNodes {
+				peers = append(peers, gen.ProcessID{Name: beta, Node: c.name(j)})
 			}
 			return peers
 		}})
-	}
-	alphaLeader, alphaTerm := c.waitLeader(alphaNodes, alpha, clConverge)
-
-	// A beta actor on the fourth node that Joins the alpha actors' names:
-	// its probes and pre-votes land on alpha actors.
-	c.mustSpawn(all[3], clActorSpec{name: beta, options: betaOptions, discover: func() []gen.ProcessID {
-		var peers []gen.ProcessID
-		for _, j := range alphaNodes {
-			peers = append(peers, gen.ProcessID{Name: alpha, Node: c.name(j)})
-		}
-		for _, j := range alphaNodes {
-			peers = append(peers, gen.ProcessID{Name: beta, Node: c.name(j)})
-		}
-		return peers
-	}})
-	waitFor(t, clConverge, "alpha to drop beta's messages as cluster_mismatch", func() (bool, string) {
-		total := 0
-		for _, i := range alphaNodes {
-			raw, err := c.inspect(i, alpha, "ergo:dropped_by_reason")
-			if err != nil {
-				return false, err.Error()
+		waitFor(t, clConverge, "alpha to drop beta's messages as cluster_mismatch", func() (bool, string) {
+			total := 0
+			for _, i := range alphaNodes {
+				raw, err := c.inspect(i, alpha, "ergo:dropped_by_reason")
+				if err != nil {
+					return false, err.Error()
+				}
+				total += clDropped(raw, "cluster_mismatch")
 			}
-			total += clDropped(raw, "cluster_mismatch")
+			return total > 0, fmt.Sprintf("cluster_mismatch=%d", total)
+		})
+
+		// The rest of beta: the fourth node's beta actor learns their PIDs
+		// and beta converges on four nodes.
+		for _, i := range alphaNodes {
+			c.mustSpawn(i, clActorSpec{name: beta, options: betaOptions})
 		}
-		return total > 0, fmt.Sprintf("cluster_mismatch=%d", total)
+		betaLeader, betaTerm := c.waitLeader(all, beta, clConverge)
+		c.waitViews(all, beta, 4, clConverge)
+		betaSettled := time.Now()
+		t.Logf("alpha: %s at term %d; beta: %s at term %d", c.name(alphaLeader), alphaTerm, c.name(betaLeader), betaTerm)
+
+		// alpha was not disturbed, and beta's traffic did not make the
+		// fourth node an alpha member.
+		leader, term := c.waitLeader(alphaNodes, alpha, clConverge)
+		if leader != alphaLeader || term != alphaTerm {
+			c.disrupted(settled, tolerance, fmt.Sprintf("alpha moved from %s at term %d to %s at term %d while beta started",
+				c.name(alphaLeader), alphaTerm, c.name(leader), term))
+		}
+		c.waitViews(alphaNodes, alpha, 3, clConverge)
+		for _, i := range all {
+			raw, err := c.inspect(i, beta, "ergo:cluster")
+			require.NoError(t, err)
+			require.Equal(t, "beta", raw["ergo:cluster"])
+		}
+
+		// alpha's leader steps down: alpha elects again, beta does not
+		// notice.
+		result := make(chan error, 1)
+		c.send(alphaLeader, alpha, ctlStepDown{result: result})
+		require.NoError(t, <-result)
+		_, alphaNext := c.waitLeader(alphaNodes, alpha, clConverge)
+		require.Greater(t, alphaNext, alphaTerm)
+		leader, term = c.waitLeader(all, beta, clConverge)
+		if leader != betaLeader || term != betaTerm {
+			c.disrupted(betaSettled, tolerance, fmt.Sprintf("beta moved from %s at term %d to %s at term %d when alpha's leader stepped down",
+				c.name(betaLeader), betaTerm, c.name(leader), term))
+		}
 	})
-
-	// The rest of beta: the fourth node's beta actor learns their PIDs and
-	// beta converges on four nodes.
-	for _, i := range alphaNodes {
-		c.mustSpawn(i, clActorSpec{name: beta, options: betaOptions})
-	}
-	betaLeader, betaTerm := c.waitLeader(all, beta, clConverge)
-	c.waitViews(all, beta, 4, clConverge)
-	t.Logf("alpha: %s at term %d; beta: %s at term %d", c.name(alphaLeader), alphaTerm, c.name(betaLeader), betaTerm)
-
-	// alpha was not disturbed, and beta's traffic did not make the fourth
-	// node an alpha member.
-	leader, term := c.waitLeader(alphaNodes, alpha, clConverge)
-	require.Equal(t, alphaLeader, leader)
-	require.Equal(t, alphaTerm, term)
-	c.waitViews(alphaNodes, alpha, 3, clConverge)
-	for _, i := range all {
-		raw, err := c.inspect(i, beta, "ergo:cluster")
-		require.NoError(t, err)
-		require.Equal(t, "beta", raw["ergo:cluster"])
-	}
-
-	// alpha's leader steps down: alpha elects again, beta does not notice.
-	result := make(chan error, 1)
-	c.send(alphaLeader, alpha, ctlStepDown{result: result})
-	require.NoError(t, <-result)
-	_, alphaNext := c.waitLeader(alphaNodes, alpha, clConverge)
-	require.Greater(t, alphaNext, alphaTerm)
-	leader, term = c.waitLeader(all, beta, clConverge)
-	require.Equal(t, betaLeader, leader)
-	require.Equal(t, betaTerm, term)
 }
 
 // Leadership Safety / HandleConfirmLeader: while it denies, nobody leads,

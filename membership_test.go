@@ -127,3 +127,19 @@ func TestHeartbeatsGoOnlyToPeersThatAnswered(t *testing.T) {
 		}
 	}
 }
+
+func TestLateMessagesOfADeadProcessDoNotReadmitIt(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.e.down(h.now, pid("c"), gen.TerminateReasonShutdown)
+	require.Equal(t, 2, h.e.viewSize())
+	// the down overtook the dead process's last heartbeat ack
+	h.recv("c", msgHeartbeatAck{ClusterID: "c"})
+	assert.Equal(t, 2, h.e.viewSize())
+	assert.Equal(t, uint64(1), h.e.dropped["dead_sender"])
+	// its successor on the same node is welcome
+	successor := pid("c")
+	successor.ID++
+	h.e.receive(h.now, successor, msgHello{ClusterID: "c"})
+	assert.Equal(t, 3, h.e.viewSize())
+}

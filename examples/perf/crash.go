@@ -40,7 +40,7 @@ func runCrash(p *plan) (section, []summaryRow, []crashResult) {
 // through Inspect.
 func measureCrash(p *plan, nodes, runs int) crashResult {
 	r := crashResult{nodes: nodes}
-	h, err := newHarness(harnessSpec{nodes: nodes})
+	h, err := newHarness(harnessSpec{nodes: nodes, history: true})
 	if err != nil {
 		r.failures = append(r.failures, err.Error())
 		return r
@@ -61,6 +61,7 @@ func measureCrash(p *plan, nodes, runs int) crashResult {
 			continue
 		}
 		r.runs = append(r.runs, c)
+		debugRun(p, h, c.from, c.took)
 		p.progress("crash %d nodes, run %d/%d: %s ms", nodes, run+1, runs, ms(c.took))
 	}
 	if len(r.runs) > 0 {

@@ -87,7 +87,7 @@ func (h *harness) nodeOptions(name gen.Atom) gen.NodeOptions {
 	return gen.NodeOptions{
 		ShutdownTimeout: 10 * time.Second,
 		Log: gen.LogOptions{
-			Level:         gen.LogLevelWarning,
+			Level:         logLevel(),
 			DefaultLogger: gen.DefaultLoggerOptions{Disable: true},
 			Loggers:       []gen.Logger{{Name: "perf", Logger: h.logs}},
 		},
@@ -298,7 +298,7 @@ type logSink struct {
 }
 
 func (l *logSink) Log(m gen.MessageLog) {
-	if m.Level < gen.LogLevelWarning {
+	if m.Level < logLevel() {
 		return
 	}
 	line := fmt.Sprintf("%s %s", m.Time.Format("15:04:05.000"), fmt.Sprintf(m.Format, m.Args...))
@@ -326,4 +326,11 @@ func (l *logSink) lastLines() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.last...)
+}
+
+func logLevel() gen.LogLevel {
+	if os.Getenv("PERF_DEBUG") != "" {
+		return gen.LogLevelInfo
+	}
+	return gen.LogLevelWarning
 }
