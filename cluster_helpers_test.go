@@ -484,10 +484,41 @@ func (c *realCluster) teardown() {
 	}
 }
 
+var clAnchor struct {
+	once sync.Once
+	node gen.Node
+}
+
+// startClAnchor starts, once per test binary, a node that lives until the
+// binary exits. The built-in registrar is served by the first node on the
+// host that binds its port, and moves to another node when that one stops;
+// while it moves, resolving a name stalls. Without the anchor the first test
+// node of the binary would serve it, and every test that kills nodes could
+// set off such a move. (The test nodes never need the registrar: they reach
+// each other through static routes.)
+func startClAnchor(t *testing.T) {
+	clAnchor.once.Do(func() {
+		name := gen.Atom(fmt.Sprintf("lt%d-anchor@127.0.0.1", os.Getpid()))
+		node, err := ergo.StartNode(name, gen.NodeOptions{
+			Network: gen.NetworkOptions{
+				Cookie:    clFallbackCookie,
+				Acceptors: []gen.AcceptorOptions{{Host: "127.0.0.1", Cookie: clCookie}},
+			},
+			Log: gen.LogOptions{DefaultLogger: gen.DefaultLoggerOptions{Disable: true}},
+		})
+		if err != nil {
+			t.Logf("the registrar anchor node did not start (%v); going on without it", err)
+			return
+		}
+		clAnchor.node = node
+	})
+}
+
 // addNode starts a node, connects it to the proxy mesh and lists it in the
 // discovery of every actor. It spawns nothing.
 func (c *realCluster) addNode() int {
 	c.t.Helper()
+	startClAnchor(c.t)
 	level := gen.LogLevelInfo
 	if os.Getenv("LEADER_TEST_DEBUG") != "" {
 		level = gen.LogLevelDebug
@@ -902,6 +933,17 @@ func (c *realCluster) cutPair(i, j int) {
 func (c *realCluster) healPair(i, j int) {
 	c.proxy(i, j).Heal()
 	c.proxy(j, i).Heal()
+}
+
+// blackhole puts node i behind a firewall that drops its traffic after the
+// TCP connect: its connections close, and every new one, to it or from it,
+// is accepted by the proxy and never answered.
+func (c *realCluster) blackhole(i int) {
+	for pair, p := range c.allProxies() {
+		if pair[0] == i || pair[1] == i {
+			p.Blackhole()
+		}
+	}
 }
 
 // dropToward makes every link to node i half-open: what i sends is

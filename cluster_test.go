@@ -73,7 +73,7 @@ func TestClusterElectsOneLeaderAfterRandomStart(t *testing.T) {
 // What It Guarantees / a leader that stops: after the leader's node stops,
 // abruptly or gracefully, the survivors elect a new leader within a bound;
 // the old leader's HandleBecomeFollower runs before its node is gone or not
-// at all, and no term ever has two leaders (checked by the cbRecorder).
+// at all, and no term ever has two leaders (checked by the recorder).
 func TestClusterLeaderNodeStops(t *testing.T) {
 	for _, graceful := range []bool{false, true} {
 		name := "StopForce"

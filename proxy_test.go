@@ -41,14 +41,16 @@ type tcpProxy struct {
 	ln     net.Listener
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	closed  bool
-	cut     bool
-	drop    [2]bool
-	tainted bool // bytes were discarded on a live connection since the last Heal
-	links   map[*proxyLink]struct{}
-	served  int // connections accepted and forwarded
-	refused int // connections accepted and closed at once while cut
+	mu        sync.Mutex
+	closed    bool
+	cut       bool
+	blackhole bool
+	held      map[net.Conn]struct{} // accepted while blackholed: never answered
+	drop      [2]bool
+	tainted   bool // bytes were discarded on a live connection since the last Heal
+	links     map[*proxyLink]struct{}
+	served    int // connections accepted and forwarded
+	refused   int // connections accepted and closed at once while cut
 }
 
 // proxyLink is one proxied connection: the accepted socket and the socket
@@ -72,7 +74,7 @@ func startProxy(name, target string) (*tcpProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &tcpProxy{name: name, target: target, ln: ln, links: make(map[*proxyLink]struct{})}
+	p := &tcpProxy{name: name, target: target, ln: ln, links: make(map[*proxyLink]struct{}), held: make(map[net.Conn]struct{})}
 	p.wg.Add(1)
 	go p.acceptLoop()
 	return p, nil
@@ -95,16 +97,47 @@ func (p *tcpProxy) acceptLoop() {
 			continue
 		}
 		p.mu.Lock()
-		if p.closed || p.cut {
+		switch {
+		case p.closed || p.cut:
 			p.refused++
 			p.mu.Unlock()
 			c.Close()
+			continue
+		case p.blackhole:
+			p.held[c] = struct{}{}
+			p.wg.Add(1)
+			p.mu.Unlock()
+			go p.swallow(c)
 			continue
 		}
 		p.wg.Add(1)
 		p.mu.Unlock()
 		go p.serve(c)
 	}
+}
+
+// swallow reads and discards what a blackholed connection sends, and never
+// answers, until the proxy lets go of it.
+func (p *tcpProxy) swallow(c net.Conn) {
+	defer p.wg.Done()
+	defer func() {
+		c.Close()
+		p.mu.Lock()
+		delete(p.held, c)
+		p.mu.Unlock()
+	}()
+	io.Copy(io.Discard, c)
+}
+
+// releaseHeldLocked empties the set of blackholed connections; the caller
+// closes them outside the lock.
+func (p *tcpProxy) releaseHeldLocked() []net.Conn {
+	list := make([]net.Conn, 0, len(p.held))
+	for c := range p.held {
+		list = append(list, c)
+	}
+	clear(p.held)
+	return list
 }
 
 func (p *tcpProxy) serve(source net.Conn) {
@@ -116,7 +149,7 @@ func (p *tcpProxy) serve(source net.Conn) {
 	}
 	link := &proxyLink{source: source, target: target}
 	p.mu.Lock()
-	if p.closed || p.cut {
+	if p.closed || p.cut || p.blackhole {
 		p.refused++
 		p.mu.Unlock()
 		link.close()
@@ -177,6 +210,27 @@ func (p *tcpProxy) takeLinksLocked() []*proxyLink {
 func (p *tcpProxy) Cut() {
 	p.mu.Lock()
 	p.cut = true
+	p.blackhole = false
+	links := p.takeLinksLocked()
+	held := p.releaseHeldLocked()
+	p.mu.Unlock()
+	for _, l := range links {
+		l.close()
+	}
+	for _, c := range held {
+		c.Close()
+	}
+}
+
+// Blackhole closes every live connection and then accepts new ones but
+// never answers them: the TCP connection is made, and then nothing, as
+// with a host behind a firewall that drops the traffic after the connect,
+// or a node too stuck to run a handshake. A dialer waits for its own
+// timeout.
+func (p *tcpProxy) Blackhole() {
+	p.mu.Lock()
+	p.cut = false
+	p.blackhole = true
 	links := p.takeLinksLocked()
 	p.mu.Unlock()
 	for _, l := range links {
@@ -191,6 +245,8 @@ func (p *tcpProxy) Cut() {
 func (p *tcpProxy) Heal() {
 	p.mu.Lock()
 	p.cut = false
+	p.blackhole = false
+	held := p.releaseHeldLocked()
 	p.drop = [2]bool{}
 	var links []*proxyLink
 	if p.tainted {
@@ -200,6 +256,9 @@ func (p *tcpProxy) Heal() {
 	p.mu.Unlock()
 	for _, l := range links {
 		l.close()
+	}
+	for _, c := range held {
+		c.Close()
 	}
 }
 
@@ -235,10 +294,14 @@ func (p *tcpProxy) Close() {
 	}
 	p.closed = true
 	links := p.takeLinksLocked()
+	held := p.releaseHeldLocked()
 	p.mu.Unlock()
 	p.ln.Close()
 	for _, l := range links {
 		l.close()
+	}
+	for _, c := range held {
+		c.Close()
 	}
 	p.wg.Wait()
 }
@@ -399,4 +462,35 @@ func TestProxyDropDirectionIsHalfOpen(t *testing.T) {
 		t.Fatalf("the target received %q through a dropped direction", got)
 	case <-time.After(300 * time.Millisecond):
 	}
+}
+
+func TestProxyBlackholeAcceptsAndNeverAnswers(t *testing.T) {
+	server := startProxyEchoServer(t)
+	p, err := startProxy("test", server.ln.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+
+	c := proxyDial(t, p)
+	proxyRoundTrip(t, c, "before")
+	proxyExpectReceived(t, server, "before")
+
+	p.Blackhole()
+	require.True(t, proxyReadEnds(c, 5*time.Second), "Blackhole must close the live connection")
+
+	// A new connection is made, and then nothing: no echo, no close.
+	held := proxyDial(t, p)
+	_, err = held.Write([]byte("into the void"))
+	require.NoError(t, err)
+	require.False(t, proxyReadEnds(held, 300*time.Millisecond), "a blackholed connection is neither answered nor closed")
+	select {
+	case got := <-server.received:
+		t.Fatalf("the target received %q through a blackhole", got)
+	default:
+	}
+
+	p.Heal()
+	require.True(t, proxyReadEnds(held, 5*time.Second), "Heal must let go of the held connection")
+	c2 := proxyDial(t, p)
+	proxyRoundTrip(t, c2, "after")
+	proxyExpectReceived(t, server, "after")
 }

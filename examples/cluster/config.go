@@ -23,6 +23,7 @@ type config struct {
 	pause       time.Duration
 	cookie      string
 	verbose     bool
+	cut         string // how a cut link fails: refuse or drop
 
 	// multi-process mode
 	name gen.Atom
@@ -54,6 +55,7 @@ Flags:
 	fs.DurationVar(&c.pause, "pause", 2*time.Second, "how long to linger after each step so it can be read")
 	fs.StringVar(&c.cookie, "cookie", "leader-demo", "network cookie shared by all nodes")
 	fs.BoolVar(&c.verbose, "v", false, "also print the nodes' log messages")
+	fs.StringVar(&c.cut, "cut", "refuse", "how a cut link, or one to a stopped node, fails: refuse (a reset: dials fail at once) or drop (silence: dials wait for their handshake to time out, as behind a firewall)")
 	fs.StringVar(&name, "name", "", "run one node with this name (multi-process mode)")
 	fs.StringVar(&join, "join", "", "comma-separated nodes to join (multi-process mode)")
 	if err := fs.Parse(args); err != nil {
@@ -74,6 +76,9 @@ Flags:
 	}
 	if c.name == "" && c.nodes < 3 {
 		return c, errors.New("-nodes must be at least 3: the story partitions the cluster into a majority and a minority")
+	}
+	if c.cut != "refuse" && c.cut != "drop" {
+		return c, fmt.Errorf("-cut is refuse or drop, not %q", c.cut)
 	}
 	if c.nodes > 26 {
 		return c, errors.New("-nodes is at most 26 (the table names nodes A to Z)")

@@ -43,6 +43,7 @@ type stepResult struct {
 	Term     uint64
 	Measured string
 	OK       bool
+	Kept     bool // the leader held its term through the step (partition)
 }
 
 // phase is a step's span on the timeline.

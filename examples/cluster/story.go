@@ -17,7 +17,7 @@ import (
 // restart it, partition, heal, stop the leader gracefully.
 func runDemo(ctx context.Context, cfg config, out io.Writer) (report, error) {
 	d := newDemo(cfg, out)
-	cluster, err := lab.New(d.names, lab.Options{Cookie: cfg.cookie, Node: d.nodeOptions, Setup: d.setup})
+	cluster, err := lab.New(d.names, lab.Options{Cookie: cfg.cookie, Node: d.nodeOptions, Setup: d.setup, Drop: cfg.cut == "drop"})
 	if err != nil {
 		return report{}, err
 	}
@@ -209,13 +209,20 @@ func (d *demo) partition(ctx context.Context) error {
 
 	t0 := time.Now()
 	d.cluster.Partition(majority, minority)
-	hold := max(d.cfg.pause, 8*time.Duration(d.cfg.electionMax)*time.Millisecond)
+	// Long enough for the minority to campaign, and fail, several times.
+	hold := max(d.cfg.pause, 4*time.Duration(d.cfg.electionMax)*time.Millisecond)
 	deadline := t0.Add(hold)
-	// The leader must hold its term throughout, checked on every sample.
+	// The leader should hold its term throughout; every sample checks it.
+	// Losing it is not a safety failure (the majority may elect again), but
+	// it is not the story either, so it is reported: it means the leader
+	// missed its quorum for a whole election timeout - a stalled process.
+	kept := true
 	for time.Now().Before(deadline) {
 		s := d.obs.snapshot()[before.Leader]
-		if s.At.After(t0) && (s.State != "leader" || s.Term != before.Term) {
-			return fmt.Errorf("%s: leader %s lost leadership: now %s at term %d", title, d.letter(before.Leader), s.State, s.Term)
+		if kept && s.At.After(t0) && (s.State != "leader" || s.Term != before.Term) {
+			kept = false
+			d.say("    Leader %s lost leadership (%s at term %d): it heard from no quorum for %d ms - a stall, not the partition.",
+				d.letter(before.Leader), s.State, s.Term, d.cfg.electionMin)
 		}
 		select {
 		case <-ctx.Done():
@@ -249,14 +256,19 @@ func (d *demo) partition(ctx context.Context) error {
 			}
 		}
 	}
-	a, ok := d.obs.agreed(majority, t0)
-	if ok == false || a != before {
-		return fmt.Errorf("%s: the majority does not follow %s at term %d:\n%s", title, d.letter(before.Leader), before.Term,
-			renderTable(d.names, latest, d.letter, false))
+	a, _, err := d.waitAgreed(ctx, majority, t0, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", title, err)
 	}
-	d.finish(stepResult{Key: "c", Title: title, Leader: d.letter(a.Leader), Term: a.Term, OK: true,
+	r := stepResult{Key: "c", Title: title, Leader: d.letter(a.Leader), Term: a.Term, OK: true, Kept: kept && a == before,
 		Measured: fmt.Sprintf("leader kept term %d for %s; minority elected nobody (pre-vote rounds %s)",
-			a.Term, ms(hold), strings.Join(preVotes, " "))})
+			a.Term, ms(hold), strings.Join(preVotes, " "))}
+	if r.Kept == false {
+		r.Leader = d.letter(before.Leader) + " -> " + d.letter(a.Leader)
+		r.Measured = fmt.Sprintf("leadership moved within the majority (a stall); minority elected nobody (pre-vote rounds %s)",
+			strings.Join(preVotes, " "))
+	}
+	d.finish(r)
 	return nil
 }
 

@@ -33,7 +33,8 @@ func (s *syncBuffer) String() string {
 // updated zero rows, and the row holds the newest token handed out.
 func fence(t *testing.T, args ...string) fencingReport {
 	t.Helper()
-	cfg, err := parseConfig(args, os.Stderr)
+	// election timeouts wide enough for a loaded CI box under -race
+	cfg, err := parseConfig(append([]string{"-election-min", "500"}, args...), os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,23 @@ type stall struct{ from, to time.Time }
 // CPU: a lookup answered at once takes well under a millisecond.
 const canaryStall = 100 * time.Millisecond
 
+// watchRegistrar runs a canary for the length of a section. Only the
+// sections whose nodes address unreachable peers run one: its lookups are
+// work of their own, which the cost figures must not include. Without a
+// canary every run counts as unaffected.
+func (p *plan) watchRegistrar() (stop func()) {
+	c, err := startCanary()
+	if err != nil {
+		p.progress("no registrar canary (%v): runs are not checked for registrar stalls", err)
+		return func() {}
+	}
+	p.canary = c
+	return func() {
+		p.canary = nil
+		c.close()
+	}
+}
+
 func startCanary() (*canary, error) {
 	name := gen.Atom(fmt.Sprintf("perf-%d-canary@localhost", os.Getpid()))
 	node, err := ergo.StartNode(name, gen.NodeOptions{

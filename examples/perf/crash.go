@@ -26,6 +26,8 @@ type crashResult struct {
 
 func runCrash(p *plan) (section, []summaryRow, []crashResult) {
 	lw := watchLoad()
+	stop := p.watchRegistrar()
+	defer stop()
 	var results []crashResult
 	for _, n := range p.crashSizes {
 		p.progress("crash failover, %d nodes, %d runs", n, p.crashRuns)
@@ -90,9 +92,12 @@ func crashOnce(h *harness) (crashRun, error) {
 	}
 	old := before.leader.Node
 	start := time.Now()
+	done := make(chan struct{})
+	debugWatch(done)
 	h.cl.Kill(old)
 	survivors := others(h.names, old)
 	after, err := h.waitAgreed(g, survivors, 20*time.Second, func(a agreement) bool { return a.leader.Node != old })
+	close(done)
 	if err != nil {
 		return crashRun{}, err
 	}

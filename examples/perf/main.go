@@ -56,12 +56,6 @@ type report struct {
 func run(p *plan) (*report, error) {
 	r := &report{}
 	r.sections = append(r.sections, headerSection(p))
-	canary, err := startCanary()
-	if err != nil {
-		return nil, fmt.Errorf("start the registrar canary: %w", err)
-	}
-	p.canary = canary
-	defer canary.close()
 	if p.wants("crash") {
 		s, rows, results := runCrash(p)
 		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)

@@ -94,10 +94,10 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 		p.coldSizes = []int{3, 5}
 		p.healRuns, p.healLongRuns, p.healHold = 1, 0, time.Second
 		p.steadySizes = []int{3, 5}
-		p.steadyWarmup, p.steadyWindow = 500*time.Millisecond, 2*time.Second
+		p.steadyWarmup, p.steadyWindow = 200*time.Millisecond, time.Second
 		p.bigCluster, p.manyClusters, p.manyRelaxed = 7, 20, false
-		p.idleWindow = time.Second
-		p.stableFor = 2 * time.Second
+		p.idleWindow = 500 * time.Millisecond
+		p.stableFor = time.Second
 		p.longFor = min(p.longFor, 2*time.Second)
 	}
 	if *runs > 0 {

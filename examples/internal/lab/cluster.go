@@ -23,6 +23,11 @@ type Options struct {
 	// returns because a connection formed before the types are registered
 	// could never decode them.
 	Setup func(node gen.Node) error
+	// Drop makes a cut link, or one to a node that is down, hold new
+	// connections silently instead of refusing them: an address that does
+	// not answer, as behind a firewall that drops packets, rather than one
+	// that resets. Connections already up are still broken by a cut.
+	Drop bool
 }
 
 // Cluster is a fixed set of node names, each of which may be running or
@@ -56,7 +61,7 @@ func New(names []gen.Atom, opts Options) (*Cluster, error) {
 			if from == to {
 				continue
 			}
-			l, err := newLink(func() string { return c.addr(to) })
+			l, err := newLink(func() string { return c.addr(to) }, opts.Drop)
 			if err != nil {
 				c.Close()
 				return nil, fmt.Errorf("lab: proxy %s -> %s: %w", from, to, err)

@@ -18,20 +18,23 @@ import (
 type link struct {
 	listener net.Listener
 	target   func() string // the acceptor address of To; it changes on a restart
+	drop     bool          // while cut, hold new connections silently instead of refusing them
 
 	mu     sync.Mutex
-	open   bool                  // false: refuse new connections
+	open   bool                  // false: refuse (or hold) new connections
 	active map[net.Conn]net.Conn // accepted side -> dialled side
+	held   map[net.Conn]bool     // connections held silently while cut
 	closed bool
 }
 
 // newLink listens on a free loopback port.
-func newLink(target func() string) (*link, error) {
+func newLink(target func() string, drop bool) (*link, error) {
 	listener, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	l := &link{listener: listener, target: target, active: make(map[net.Conn]net.Conn)}
+	l := &link{listener: listener, target: target, drop: drop,
+		active: make(map[net.Conn]net.Conn), held: make(map[net.Conn]bool)}
 	go l.serve()
 	return l, nil
 }
@@ -46,6 +49,11 @@ func (l *link) port() uint16 {
 // listening and closes whatever arrives at once: a refused dial fails fast,
 // whereas a dial that hangs would block the sending actor for the whole
 // dial timeout.
+//
+// With drop set, a cut link instead holds new connections without a word, as
+// a firewall that drops packets (or an address nobody answers at) would: the
+// dialler waits for its handshake to time out. Reopening or closing the link
+// lets them go.
 func (l *link) setOpen(open bool) {
 	l.mu.Lock()
 	l.open = open
@@ -55,6 +63,11 @@ func (l *link) setOpen(open bool) {
 			drop = append(drop, in, out)
 		}
 		clear(l.active)
+	} else {
+		for in := range l.held {
+			drop = append(drop, in)
+		}
+		clear(l.held)
 	}
 	l.mu.Unlock()
 	for _, c := range drop {
@@ -65,9 +78,14 @@ func (l *link) setOpen(open bool) {
 func (l *link) close() {
 	l.mu.Lock()
 	l.closed = true
+	held := l.held
+	l.held = make(map[net.Conn]bool)
 	l.mu.Unlock()
 	l.setOpen(false)
 	l.listener.Close()
+	for in := range held {
+		in.Close()
+	}
 }
 
 func (l *link) serve() {
@@ -83,6 +101,11 @@ func (l *link) serve() {
 func (l *link) forward(in net.Conn) {
 	l.mu.Lock()
 	open := l.open && l.closed == false
+	if open == false && l.drop && l.closed == false {
+		l.held[in] = true
+		l.mu.Unlock()
+		return
+	}
 	l.mu.Unlock()
 	if open == false {
 		in.Close()

@@ -49,7 +49,7 @@ func roundTrip(c net.Conn) error {
 // and reopening it lets them through again.
 func TestLink(t *testing.T) {
 	target := echo(t)
-	l, err := newLink(func() string { return target })
+	l, err := newLink(func() string { return target }, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,5 +102,31 @@ func TestLink(t *testing.T) {
 	defer again.Close()
 	if err := roundTrip(again); err != nil {
 		t.Fatalf("reopened link: %v", err)
+	}
+}
+
+// TestLinkDrop checks the drop mode: a cut link holds a new connection
+// without answering, and lets it go when reopened.
+func TestLinkDrop(t *testing.T) {
+	target := echo(t)
+	l, err := newLink(func() string { return target }, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	c, err := net.Dial("tcp4", l.listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	var netErr net.Error
+	if _, err := c.Read(make([]byte, 1)); errors.As(err, &netErr) == false || netErr.Timeout() == false {
+		t.Fatalf("a held connection answered: %v", err)
+	}
+	l.setOpen(true)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("a held connection stayed open after the link reopened")
 	}
 }

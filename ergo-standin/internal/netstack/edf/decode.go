@@ -160,9 +160,14 @@ func (d *Decoder) descFrom(c byte, depth int) (reflect.Type, error) {
 			return nil, err
 		}
 		// Bound the array before reflect builds it: the decoder allocates
-		// one value of this type.
+		// one value of this type. Elements that take no bytes on the wire
+		// (zero-length arrays) would let a tiny frame demand billions of
+		// iterations, so such arrays are refused.
 		if n > maxArrayLen || (elem.Size() > 0 && n > uint64(maxArrayBytes/elem.Size())) {
 			return nil, malformed("array of %d %s is too large", n, elem)
+		}
+		if n > 0 && minWire(elem) == 0 {
+			return nil, malformed("array of %d zero-size %s", n, elem)
 		}
 		return reflect.ArrayOf(int(n), elem), nil
 	case tMap:

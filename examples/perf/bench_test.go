@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// Benchmarks of the same measurements as the command, for `go test -bench`.
+// Each iteration is one real event on real nodes, so iterations are slow
+// (tens to hundreds of milliseconds): pick a count, for example
+//
+//	go test -run '^$' -bench . -benchtime 20x ./examples/perf
+//
+// The timer covers only the event itself (a failover, a handover, a cold
+// start); settling and restarting between iterations are excluded.
+// Percentiles are reported as extra metrics next to the mean (ns/op).
+
+func BenchmarkCrashFailover(b *testing.B) {
+	for _, nodes := range []int{3, 5, 9} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			h := mustHarness(b, harnessSpec{nodes: nodes})
+			g := h.groups[0]
+			var samples []time.Duration
+			b.StopTimer()
+			for i := 0; i < b.N; i++ {
+				before, err := h.waitStable(g, 20*time.Second)
+				if err != nil {
+					b.Fatal(err)
+				}
+				old := before.leader.Node
+				start := time.Now()
+				b.StartTimer()
+				h.cl.Kill(old)
+				after, err := h.waitAgreed(g, others(h.names, old), 20*time.Second, func(a agreement) bool { return a.leader.Node != old })
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				samples = append(samples, after.at.Sub(start))
+				if _, err := h.cl.Start(old); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportDist(b, newDist(samples))
+		})
+	}
+}
+
+func BenchmarkHandoverStepDown(b *testing.B) {
+	h := mustHarness(b, harnessSpec{nodes: handoverNodes, history: true})
+	var gaps []time.Duration
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		// handoverOnce settles first and measures from the callbacks; the
+		// timer brackets the whole of it, so ns/op is an upper bound and
+		// the gap metrics are the figure
+		gap, _, _, err := handoverOnce(h, "StepDown")
+		if err != nil {
+			b.Fatal(err)
+		}
+		gaps = append(gaps, gap)
+	}
+	reportDist(b, newDist(gaps))
+}
+
+func BenchmarkColdStart(b *testing.B) {
+	for _, nodes := range []int{3, 5} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			var samples []time.Duration
+			b.StopTimer()
+			for i := 0; i < b.N; i++ {
+				h := mustHarness(b, harnessSpec{nodes: nodes, deferSpawn: true})
+				b.StartTimer()
+				start, _, err := h.spawnAll()
+				if err != nil {
+					b.Fatal(err)
+				}
+				a, err := h.waitAgreed(h.groups[0], h.names, 20*time.Second, nil)
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				samples = append(samples, a.at.Sub(start))
+				h.close()
+			}
+			reportDist(b, newDist(samples))
+		})
+	}
+}
+
+// BenchmarkSteadyStateRound measures b.N heartbeat rounds of a settled
+// cluster: ns/op is the round period (HeartbeatInterval plus the time to
+// send a round), and the metrics are the cost of one round for the whole
+// cluster.
+func BenchmarkSteadyStateRound(b *testing.B) {
+	for _, nodes := range []int{3, 5, 9} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			h := mustHarness(b, harnessSpec{nodes: nodes})
+			a, err := h.waitStable(h.groups[0], 30*time.Second)
+			if err != nil {
+				b.Fatal(err)
+			}
+			runtime.GC()
+			s0 := h.snap(a.leader.Node)
+			b.ResetTimer()
+			// wait for b.N rounds, counted from the leader's heartbeats
+			for {
+				s := h.snap(a.leader.Node)
+				if costBetween(nodes, s0, s).rounds >= float64(b.N) {
+					break
+				}
+				time.Sleep(h.heartbeat() / 5)
+			}
+			b.StopTimer()
+			c := costBetween(nodes, s0, h.snap(a.leader.Node))
+			b.ReportMetric(c.perRound(c.mallocs), "allocs/round")
+			b.ReportMetric(c.perRound(c.allocBytes), "B-alloc/round")
+			b.ReportMetric(c.perRound(c.wire), "B-wire/round")
+			b.ReportMetric(c.perRound(c.msgs), "msgs/round")
+			if c.cpuOK {
+				b.ReportMetric(float64(c.cpuPerRound())/float64(time.Microsecond), "cpu-µs/round")
+			}
+		})
+	}
+}
+
+func mustHarness(b *testing.B, spec harnessSpec) *harness {
+	b.Helper()
+	h, err := newHarness(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(h.close)
+	return h
+}
+
+func reportDist(b *testing.B, d dist) {
+	b.ReportMetric(float64(d.pct(50))/float64(time.Millisecond), "p50-ms")
+	b.ReportMetric(float64(d.pct(99))/float64(time.Millisecond), "p99-ms")
+	b.ReportMetric(float64(d.max())/float64(time.Millisecond), "max-ms")
+}
