@@ -314,6 +314,16 @@ func runScenario(t testing.TB, seed uint64, switches protocolSwitches, trace, co
 		s.after(time.Duration(r.IntN(200))*time.Millisecond, "", func() { c.start(name) })
 	}
 
+	// every node runs the spec's discovery loop: Join what is listed, on a
+	// timer, because a one-shot lookup (or one lost Hello) can leave a node
+	// that nobody knows about
+	var rediscover func()
+	rediscover = func() {
+		c.discover(200 * time.Millisecond)
+		s.after(time.Second, "", rediscover)
+	}
+	s.after(time.Second, "", rediscover)
+
 	horizon := 3 * time.Second
 	faults := 2 + r.IntN(8)
 	for i := 0; i < faults; i++ {

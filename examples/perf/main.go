@@ -119,10 +119,10 @@ func headerSection(p *plan) section {
 
 Figures of the leader actor on real nodes: every node runs in one process on the framework stand-in's runtime (goroutine-per-process actors), and every pair of nodes talks over real TCP on loopback through its own proxy, which counts the bytes (examples/internal/lab). Nothing is simulated except where a section says so. The command is examples/perf; the last run wrote this header:
 
-- command: `+"`%s`"+` (%s), %s
+- command: `+"`%s`"+` (%s), %s, %s
 - machine: %s
 - the machine is shared: other engineers run test suites on the same 2 cores at the same time, so every section records the load average around it. Timing figures are therefore upper bounds of what the library needs on an idle machine; counts (messages, bytes, allocations, leader changes) are not affected.
 
-Each section below says how it was measured and the command that produced it; a section can be re-measured alone with `+"`-only`"+`.`, p.command, mode, stamp(), machine())
+Each section below says how it was measured and the command that produced it; a section can be re-measured alone with `+"`-only`"+`.`, p.command, mode, stamp(), revision(), machine())
 	return section{id: "header", body: body}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // spinEnv makes this binary (the command, or its test binary) a load
@@ -73,4 +74,38 @@ func startLoadProcess(n int) (stop func(), err error) {
 		stdin.Close()
 		cmd.Wait()
 	}, nil
+}
+
+// latencyProbe measures how late this process's goroutines wake up: it
+// sleeps 10 ms in a loop and records by how much each sleep overran. A
+// heartbeat takes several such wake-ups, and a leader's tick is one, so the
+// tail of this distribution is what the election timeouts must absorb.
+type latencyProbe struct {
+	stop chan struct{}
+	done chan []time.Duration
+}
+
+func startLatencyProbe() *latencyProbe {
+	l := &latencyProbe{stop: make(chan struct{}), done: make(chan []time.Duration, 1)}
+	go func() {
+		var late []time.Duration
+		for {
+			select {
+			case <-l.stop:
+				l.done <- late
+				return
+			default:
+			}
+			start := time.Now()
+			time.Sleep(10 * time.Millisecond)
+			late = append(late, max(time.Since(start)-10*time.Millisecond, 0))
+		}
+	}()
+	return l
+}
+
+// finish stops the probe and returns the overruns.
+func (l *latencyProbe) finish() dist {
+	close(l.stop)
+	return newDist(<-l.done)
 }

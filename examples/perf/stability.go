@@ -22,7 +22,8 @@ type stabilityCase struct {
 	preVotes   int64
 	warnings   []string // the last few
 	warned     int      // how many were logged
-	cpuShare   string // this process's CPU over the window, as a share of one core
+	cpuShare   string   // this process's CPU over the window, as a share of one core
+	lateness   dist     // how late a 10 ms sleep woke up during the window
 	sameLeader bool
 	err        error
 }
@@ -44,15 +45,17 @@ func runStability(p *plan) (section, []summaryRow) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d settled nodes for %s each while %d goroutines spin in a busy loop, one per core (GOMAXPROCS %d). The first row is the measurement asked for: the spinners run in this process, so the nodes' goroutines compete with them inside the Go scheduler, which preempts a spinning goroutine only every 10 ms or so; every hop of a heartbeat (timer, actor, network write, proxy, network read, actor, and back) can wait for such a slot. The second row runs the same spinners in a separate process, which is plain CPU load that the kernel shares out. The third row is the first with the timings the documentation recommends where pauses of a couple of hundred milliseconds occur. Leader changes are `HandleBecomeLeader` calls during the window.\n\n",
 		stabilityNodes, p.stableFor, spinners, runtime.GOMAXPROCS(0))
-	b.WriteString("| load | leader changes | term increments (sum over nodes) | pre-vote rounds started | warnings logged | same leader at the end | this process's CPU |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---|---:|\n")
+	b.WriteString("| load | leader changes | term increments (sum over nodes) | pre-vote rounds started | warnings logged | same leader at the end | this process's CPU | wake-up lateness p50 / p99 / max ms |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---|---:|---:|\n")
 	for _, c := range cases {
 		if c.err != nil {
 			fmt.Fprintf(&b, "| %s | failed: %v ||||||\n", c.label, c.err)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %v | %s |\n", c.label, c.changes, c.terms, c.preVotes, c.warned, c.sameLeader, c.cpuShare)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %v | %s | %s / %s / %s |\n", c.label, c.changes, c.terms, c.preVotes, c.warned, c.sameLeader, c.cpuShare,
+			ms(c.lateness.pct(50)), ms(c.lateness.pct(99)), ms(c.lateness.max()))
 	}
+	b.WriteString("\nWake-up lateness is how much a 10 ms sleep in this process overran during the window: every hop of a heartbeat is such a wake-up, and so is the leader's own heartbeat tick.\n")
 	b.WriteString("\nA pre-vote round is a follower that missed heartbeats for a whole election timeout and asked whether it could win; pre-vote keeps it from deposing a leader the others still hear, so a round alone is a near miss, not a change.\n")
 	for _, c := range cases {
 		if len(c.warnings) == 0 {
@@ -106,10 +109,12 @@ func measureStability(p *plan, c *stabilityCase, spinners int) {
 		return
 	}
 	start := time.Now()
+	probe := startLatencyProbe()
 	cpu0, ok0 := cpuTime()
 	time.Sleep(p.stableFor)
 	cpu1, ok1 := cpuTime()
 	elapsed := time.Since(start)
+	c.lateness = probe.finish()
 	stop()
 
 	c.changes = countLeading(h.rec.since(g.id, start))

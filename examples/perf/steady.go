@@ -12,6 +12,7 @@ type steadyResult struct {
 	nodes       int
 	whole       cost
 	first, last cost // the two halves of the window
+	baseline    cost // the same nodes before any member was spawned
 	changes     int  // leaderships won during the window: should be none
 	err         error
 }
@@ -24,19 +25,19 @@ func runSteady(p *plan) (section, []summaryRow) {
 		results = append(results, measureSteady(p, n))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "A settled cluster (one leader, full views, no discovery loop) with default options, measured over %s after %s of warm-up. A heartbeat round is one heartbeat from the leader to each follower and the follower's ack: 2(N-1) messages. Rounds are counted from the leader's node's messages, messages from the framework's per-connection counters (`RemoteNodeInfo.MessagesOut`), wire bytes at the proxies (TCP payload in both directions; every pair of nodes talks through exactly one proxy). CPU is the whole process's user+system time (`getrusage`): all N nodes, their network stacks and the proxies' copying, so it is the cost of running the cluster on one machine rather than of one node; allocations are `runtime.MemStats` counts, again for the whole process.\n\n", p.steadyWindow, p.steadyWarmup)
-	b.WriteString("| nodes | rounds/s | msgs/s | msgs/round | wire bytes/s | bytes/msg | CPU, % of one core | CPU/round | allocs/round | alloc bytes/round | allocs/round, 1st half -> 2nd half | leader changes |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "A settled cluster (one leader, full views, no discovery loop) with default options, measured over %s after %s of warm-up. A heartbeat round is one heartbeat from the leader to each follower and the follower's ack: 2(N-1) messages. Rounds are counted from the leader's node's messages, messages from the framework's per-connection counters (`RemoteNodeInfo.MessagesOut`), wire bytes at the proxies (TCP payload in both directions; every pair of nodes talks through exactly one proxy). CPU is the whole process's user+system time (`getrusage`): all N nodes, their network stacks and the proxies' copying, so it is the cost of running the cluster on one machine rather than of one node; allocations are `runtime.MemStats` counts, again for the whole process. \"Idle nodes alone\" is the same process with the same nodes before any member was spawned, for comparison.\n\n", p.steadyWindow, p.steadyWarmup)
+	b.WriteString("| nodes | rounds/s | msgs/s | msgs/round | wire bytes/s | bytes/msg | CPU, % of one core | idle nodes alone | CPU/round | allocs/round | alloc bytes/round | allocs/round, 1st half -> 2nd half | leader changes |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var rows []summaryRow
 	for _, r := range results {
 		if r.err != nil {
-			fmt.Fprintf(&b, "| %d | failed: %v |||||||||||\n", r.nodes, r.err)
+			fmt.Fprintf(&b, "| %d | failed: %v ||||||||||||\n", r.nodes, r.err)
 			continue
 		}
 		c := r.whole
-		fmt.Fprintf(&b, "| %d | %.1f | %.0f | %.1f | %s | %.0f | %s | %s | %.0f | %s | %.0f -> %.0f | %d |\n", r.nodes,
+		fmt.Fprintf(&b, "| %d | %.1f | %.0f | %.1f | %s | %.0f | %s | %s | %s | %.0f | %s | %.0f -> %.0f | %d |\n", r.nodes,
 			c.perSecond(c.rounds), c.perSecond(c.msgs), c.perRound(c.msgs), bytesText(c.perSecond(c.wire)), c.wire/max(c.msgs, 1),
-			cpuPct(c), cpuRound(c), c.perRound(c.mallocs), bytesText(c.perRound(c.allocBytes)),
+			cpuPct(c), cpuPct(r.baseline), cpuRound(c), c.perRound(c.mallocs), bytesText(c.perRound(c.allocBytes)),
 			r.first.perRound(r.first.mallocs), r.last.perRound(r.last.mallocs), r.changes)
 		rows = append(rows, summaryRow{
 			key:     fmt.Sprintf("5. Steady state, %d nodes", r.nodes),
@@ -80,12 +81,21 @@ func cpuRound(c cost) string {
 
 func measureSteady(p *plan, nodes int) steadyResult {
 	r := steadyResult{nodes: nodes}
-	h, err := newHarness(harnessSpec{nodes: nodes, history: true})
+	h, err := newHarness(harnessSpec{nodes: nodes, history: true, deferSpawn: true})
 	if err != nil {
 		r.err = err
 		return r
 	}
 	defer h.close()
+	// what the nodes cost on their own, idle and not yet connected
+	time.Sleep(p.steadyWarmup)
+	b0 := h.snap("")
+	time.Sleep(p.steadyWindow / 4)
+	r.baseline = costBetween(nodes, b0, h.snap(""))
+	if _, _, err := h.spawnAll(); err != nil {
+		r.err = err
+		return r
+	}
 	g := h.groups[0]
 	a, err := h.waitStable(g, 60*time.Second)
 	if err != nil {

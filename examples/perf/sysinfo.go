@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"time"
@@ -60,4 +61,18 @@ func (w loadWatch) String() string {
 	}
 	return fmt.Sprintf("took %s; 1-min load average %s at the start, %s at the end",
 		time.Since(w.start).Round(time.Second), w.first, loadAvg())
+}
+
+// revision names the code measured: the git commit, and whether the
+// working tree differed from it. Unknown outside a git checkout.
+func revision() string {
+	head, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "revision unknown"
+	}
+	text := "commit " + strings.TrimSpace(string(head))
+	if status, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(status))) > 0 {
+		text += " with uncommitted changes"
+	}
+	return text
 }
