@@ -123,22 +123,6 @@ func (c *canary) stalled(from, to time.Time) bool {
 	return false
 }
 
-// count returns how many stalls were seen in [from, to].
-func (c *canary) count(from, to time.Time) int {
-	if c == nil {
-		return 0
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, s := range c.stalls {
-		if s.from.Before(to) && s.to.After(from) {
-			n++
-		}
-	}
-	return n
-}
-
 func (c *canary) close() {
 	if c == nil {
 		return

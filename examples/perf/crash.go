@@ -42,7 +42,7 @@ func runCrash(p *plan) (section, []summaryRow, []crashResult) {
 // through Inspect.
 func measureCrash(p *plan, nodes, runs int) crashResult {
 	r := crashResult{nodes: nodes}
-	h, err := newHarness(harnessSpec{nodes: nodes, history: true})
+	h, err := newHarness(harnessSpec{nodes: nodes})
 	if err != nil {
 		r.failures = append(r.failures, err.Error())
 		return r
@@ -63,7 +63,6 @@ func measureCrash(p *plan, nodes, runs int) crashResult {
 			continue
 		}
 		r.runs = append(r.runs, c)
-		debugRun(p, h, c.from, c.took)
 		p.progress("crash %d nodes, run %d/%d: %s ms", nodes, run+1, runs, ms(c.took))
 	}
 	if len(r.runs) > 0 {
@@ -92,12 +91,9 @@ func crashOnce(h *harness) (crashRun, error) {
 	}
 	old := before.leader.Node
 	start := time.Now()
-	done := make(chan struct{})
-	debugWatch(done)
 	h.cl.Kill(old)
 	survivors := others(h.names, old)
 	after, err := h.waitAgreed(g, survivors, 20*time.Second, func(a agreement) bool { return a.leader.Node != old })
-	close(done)
 	if err != nil {
 		return crashRun{}, err
 	}

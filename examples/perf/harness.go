@@ -87,7 +87,7 @@ func (h *harness) nodeOptions(name gen.Atom) gen.NodeOptions {
 	return gen.NodeOptions{
 		ShutdownTimeout: 10 * time.Second,
 		Log: gen.LogOptions{
-			Level:         logLevel(),
+			Level:         gen.LogLevelWarning,
 			DefaultLogger: gen.DefaultLoggerOptions{Disable: true},
 			Loggers:       []gen.Logger{{Name: "perf", Logger: h.logs}},
 		},
@@ -287,50 +287,4 @@ func timingsOf(o leader.Options) (time.Duration, time.Duration) {
 		lo, hi = leader.DefaultElectionTimeoutMin, leader.DefaultElectionTimeoutMax
 	}
 	return time.Duration(lo) * time.Millisecond, time.Duration(hi) * time.Millisecond
-}
-
-// logSink counts the nodes' warnings and errors and keeps the last few,
-// which explain a run that went wrong.
-type logSink struct {
-	mu       sync.Mutex
-	warnings int
-	last     []string
-}
-
-func (l *logSink) Log(m gen.MessageLog) {
-	if m.Level < logLevel() {
-		return
-	}
-	line := fmt.Sprintf("%s %s", m.Time.Format("15:04:05.000"), fmt.Sprintf(m.Format, m.Args...))
-	if source, ok := m.Source.(gen.MessageLogProcess); ok {
-		line = fmt.Sprintf("%s %s: %s", m.Time.Format("15:04:05.000"), source.Node, fmt.Sprintf(m.Format, m.Args...))
-	}
-	l.mu.Lock()
-	l.warnings++
-	l.last = append(l.last, line)
-	if len(l.last) > 20 {
-		l.last = l.last[len(l.last)-20:]
-	}
-	l.mu.Unlock()
-}
-
-func (l *logSink) Terminate() {}
-
-func (l *logSink) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.warnings
-}
-
-func (l *logSink) lastLines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.last...)
-}
-
-func logLevel() gen.LogLevel {
-	if os.Getenv("PERF_DEBUG") != "" {
-		return gen.LogLevelInfo
-	}
-	return gen.LogLevelWarning
 }

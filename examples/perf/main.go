@@ -88,21 +88,21 @@ func run(p *plan) (*report, error) {
 
 	if p.out == "" {
 		r.markdown = renderDoc("", r.sections, r.rows)
-		return r, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(p.out), 0o755); err != nil {
-		return nil, err
-	}
-	markdown, err := writeReport(p.out, r.sections, r.rows)
-	if err != nil {
-		return nil, err
-	}
-	r.markdown = markdown
-	if r.svg != nil {
-		r.svgPath = p.svg
-		if r.svgPath == "" {
-			r.svgPath = filepath.Join(filepath.Dir(p.out), "failover.svg")
+	} else {
+		if err := os.MkdirAll(filepath.Dir(p.out), 0o755); err != nil {
+			return nil, err
 		}
+		markdown, err := writeReport(p.out, r.sections, r.rows)
+		if err != nil {
+			return nil, err
+		}
+		r.markdown = markdown
+	}
+	r.svgPath = p.svg
+	if r.svgPath == "" && p.out != "" {
+		r.svgPath = filepath.Join(filepath.Dir(p.out), "failover.svg")
+	}
+	if r.svg != nil && r.svgPath != "" {
 		if err := os.WriteFile(r.svgPath, r.svg, 0o644); err != nil {
 			return nil, err
 		}

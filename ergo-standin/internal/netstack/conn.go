@@ -77,6 +77,7 @@ func (c *conn) serve() {
 	defer c.s.wg.Done()
 	if c.prev != nil {
 		<-c.prev.done
+		c.prev = nil // do not chain every past connection in memory
 	}
 	h := c.s.opts.Handler
 	if h != nil {

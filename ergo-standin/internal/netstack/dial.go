@@ -76,8 +76,9 @@ func (s *Stack) connection(peer gen.Atom, route *gen.NetworkRoute) (*conn, error
 	return c, err
 }
 
-// dial tries the static routes (or the given route), then the registrar.
-// Resolve, dial and handshake errors all end up as gen.ErrNoRoute.
+// dial tries the static routes (or only the given route), then a stack of
+// that name in this process, then the registrar. Resolve, dial and
+// handshake errors all end up as gen.ErrNoRoute.
 func (s *Stack) dial(peer gen.Atom, route *gen.NetworkRoute) (*conn, error) {
 	var routes []gen.NetworkRoute
 	if route != nil {
@@ -111,6 +112,9 @@ func (s *Stack) dial(peer gen.Atom, route *gen.NetworkRoute) (*conn, error) {
 		return c, err
 	}
 	if route == nil {
+		if c, err := try(s.localTarget(peer)); c != nil || err != nil {
+			return c, err
+		}
 		if c, err := try(s.resolve(peer, gen.NetworkRoute{})); c != nil || err != nil {
 			return c, err
 		}

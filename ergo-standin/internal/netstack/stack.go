@@ -27,7 +27,18 @@ const (
 //
 // Each peer pair shares ONE TCP connection. The real framework keeps a pool
 // of 3 links and pins every sender to one link; a single link keeps
-// per-sender (indeed all) ordering trivially.
+// per-sender (indeed all) ordering trivially, so RemoteNodeInfo reports
+// PoolSize 1. When both nodes dial each other at once, the connection
+// dialed by the lexically smaller node name wins on both sides.
+//
+// A peer is found by, in order: static routes (AddRoute), a stack of that
+// name in this OS process, then the registrar (the custom one from
+// NetworkOptions.Registrar, or the built-in one on port 4499).
+//
+// Frames are length-prefixed; the handshake proves the cookie both ways
+// without sending it (see handshake.go); payloads use the edf codec, which
+// names types by "#"+PkgPath+"/"+Name on every frame instead of exchanging
+// a type cache in the handshake.
 type Stack struct {
 	opts    Options
 	name    gen.Atom
@@ -49,7 +60,7 @@ type Stack struct {
 	routes    []*staticRoute
 	acceptors []*acceptor
 
-	registrar *registrar.Registrar // built-in registrar; nil if hidden by options or disabled
+	registrar *registrar.Registrar // built-in registrar; nil with a custom one or when disabled
 	stopOnce  sync.Once
 	wg        sync.WaitGroup // every goroutine the stack started
 }
@@ -117,6 +128,7 @@ func Start(opts Options) (*Stack, error) {
 		s.wg.Add(1)
 		go s.acceptLoop(a)
 	}
+	registerLocal(s)
 	return s, nil
 }
 
@@ -133,6 +145,7 @@ func (s *Stack) Port() uint16 {
 // the stack. It must not be called from a Handler callback.
 func (s *Stack) Stop() {
 	s.stopOnce.Do(func() {
+		unregisterLocal(s)
 		s.mu.Lock()
 		s.stopped = true
 		for _, a := range s.acceptors {

@@ -461,3 +461,15 @@ func TestRoutesAndSettings(t *testing.T) {
 		t.Errorf("LookupType short %v %v", typ, ok)
 	}
 }
+
+func TestNameOnlyInProcess(t *testing.T) {
+	a := startNode(t, "a")
+	b := startNode(t, "b")
+	if err := a.SendFrame(b.name, Frame{Kind: FrameSend, Message: "no route needed"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the frame", func() bool { return b.rec.count() == 1 })
+	if _, err := a.GetNode(uniqueName("nobody")); err != gen.ErrNoRoute {
+		t.Errorf("unknown node: %v", err)
+	}
+}

@@ -87,6 +87,9 @@ func TestRoundTrip(t *testing.T) {
 		shape{Name: "s", Points: []point{{1, 1}}, Tags: map[string]point{"t": {2, 2}}, Color: 1, Extra: point{9, 9}},
 		tree{Value: 1, Children: []tree{{Value: 2}, {Value: 3, Children: []tree{{Value: 4}}}}},
 		myErr{Code: 5},
+		gen.MessageDownPID{PID: gen.PID{Node: "n", ID: 1}, Reason: gen.ErrNoConnection},
+		gen.MessageEvent{Event: gen.Event{Name: "e"}, Timestamp: 5, Message: point{1, 1}},
+		gen.Version{Name: "v"}, gen.Env("E"),
 	}
 	for _, v := range values {
 		got := roundTrip(t, r, v)
@@ -216,6 +219,22 @@ func TestUnknownTypeOnReceiver(t *testing.T) {
 	_, err := NewRegistry().NewDecoder(e.Bytes()).ReadAny()
 	if !errors.Is(err, ErrUnknownType) {
 		t.Errorf("got %v", err)
+	}
+}
+
+func TestZeroSizeArrays(t *testing.T) {
+	r := NewRegistry()
+	// [48]...[48][0]bool: a few bytes that would demand 48^20 iterations
+	b := []byte{}
+	for i := 0; i < 20; i++ {
+		b = append(b, tArray, 48)
+	}
+	b = append(b, tArray, 0, tBool)
+	if _, err := r.NewDecoder(b).ReadAny(); err == nil {
+		t.Fatal("accepted an array of zero-size elements")
+	}
+	if got := roundTrip(t, r, [0]int{}); got != [0]int{} {
+		t.Fatal("empty array")
 	}
 }
 

@@ -37,8 +37,9 @@ type snapshot struct {
 	nextID uint64
 }
 
-// NewRegistry returns a registry with the built-in types and every gen.Err*
-// and gen.TerminateReason* error registered.
+// NewRegistry returns a registry with the built-in types (gen identifiers,
+// time.Time, time.Duration, the gen system messages, gen.Version and
+// gen.Env) and every gen.Err* and gen.TerminateReason* error registered.
 func NewRegistry() *Registry {
 	s := &snapshot{
 		types:  map[reflect.Type]*typeEntry{},
@@ -57,7 +58,21 @@ func NewRegistry() *Registry {
 	}
 	r := &Registry{}
 	r.snap.Store(s)
+	if err := r.RegisterTypes(builtinTypes); err != nil {
+		panic(err) // a gen type the codec cannot carry: a bug here
+	}
 	return r
+}
+
+// builtinTypes are gen types registered in every registry, so processes
+// can forward system messages to other nodes.
+var builtinTypes = []any{
+	gen.MessageDownPID{}, gen.MessageDownProcessID{}, gen.MessageDownAlias{},
+	gen.MessageDownEvent{}, gen.MessageDownNode{},
+	gen.MessageExitPID{}, gen.MessageExitProcessID{}, gen.MessageExitAlias{},
+	gen.MessageExitEvent{}, gen.MessageExitNode{},
+	gen.MessageEventStart{}, gen.MessageEventStop{}, gen.MessageEvent{},
+	gen.Version{}, gen.Env(""),
 }
 
 func (s *snapshot) clone() *snapshot {
