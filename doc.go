@@ -66,27 +66,20 @@
 //
 // The roles and what moves a node between them:
 //
-//	                view >= MinClusterSize
-//	  unclustered ───────────────────────────► follower ◄──────────────────┐
-//	       ▲          view < MinClusterSize        │                       │
-//	       └───────────────(from any role)─────────┤ election timeout, or  │
-//	                                               │ leader's down + rank  │
-//	                                               ▼ delay, or TimeoutNow  │
-//	                                      [pre-vote round] ── refused ─────┤
-//	                                               │ granted by a quorum   │
-//	                                               ▼   (skipped on         │
-//	                                           candidate   TimeoutNow)     │
-//	             higher term, another leader,      │ term+1, vote for self │
-//	             round timeout ◄───────────────────┤                       │
-//	                                               │ grants from a quorum  │
-//	                                               ▼                       │
-//	                                   HandleConfirmLeader ── false/error ─┤ (backoff)
-//	                                               │ true                  │
-//	                                               ▼                       │
-//	                                  leader (HandleBecomeLeader) ─────────┘
-//	                    higher term, no acks from a quorum within
-//	                    ElectionTimeoutMin, view below the floor,
-//	                    StepDown or a graceful stop (handover)
+//	unclustered ──(view reaches MinClusterSize)──► follower
+//	any role ─────(view drops below MinClusterSize)──► unclustered
+//
+//	follower ──(no heartbeat for a random election timeout,
+//	            or the leader's down + a rank-staggered few ms)──► pre-vote round
+//	pre-vote round ──(refused: a quorum still hears a leader)──► follower
+//	pre-vote round ──(granted by a quorum)──► candidate: term+1, votes for itself
+//	follower ──(TimeoutNow from its leader: a handover)──► candidate
+//	candidate ──(grants from a quorum)──► HandleConfirmLeader
+//	candidate ──(higher term, a leader's heartbeat, round timeout)──► follower / new round
+//	HandleConfirmLeader ──(false or error)──► follower, campaign again after a growing backoff
+//	HandleConfirmLeader ──(true)──► leader: HandleBecomeLeader, then heartbeats
+//	leader ──(higher term; no acks from a quorum within ElectionTimeoutMin;
+//	          StepDown or a graceful stop, which hands over)──► follower: HandleBecomeFollower
 //
 // A pre-vote round keeps the role (follower or candidate): it changes no
 // state anywhere, which is the point of it.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -227,7 +228,7 @@ func (h *harness) waitAgreed(g group, names []gen.Atom, within time.Duration, ac
 			return a, nil
 		}
 		if time.Now().After(deadline) {
-			return agreement{}, fmt.Errorf("%w after %s waiting for %d members of %s to agree on a leader", errTimeout, within, len(names), g.id)
+			return agreement{}, fmt.Errorf("%w after %s waiting for %d members of %s to agree on a leader; they report: %s", errTimeout, within, len(names), g.id, h.describe(g, names))
 		}
 		h.rec.wait(20 * time.Millisecond)
 	}
@@ -257,6 +258,29 @@ func (h *harness) waitStable(g group, within time.Duration) (agreement, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// describeKeys are what a timeout reports of each member.
+var describeKeys = []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size", "ergo:unreachable", "ergo:prevote_rounds", "ergo:send_failing_peers", "ergo:dropped_by_reason"}
+
+// describe says what the members think, for an error message.
+func (h *harness) describe(g group, names []gen.Atom) string {
+	var parts []string
+	for _, name := range names {
+		s, err := h.inspect(g, name, describeKeys...)
+		if err != nil {
+			parts = append(parts, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		var kv []string
+		for _, k := range describeKeys {
+			if v := s[k]; v != "" {
+				kv = append(kv, strings.TrimPrefix(k, "ergo:")+"="+v)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s {%s}", name, strings.Join(kv, " ")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (h *harness) viewsFull(g group) bool {
