@@ -775,8 +775,20 @@ func (e *election) cancelTimer(kind timerKind) {
 	e.out.timers = append(e.out.timers, timerRequest{kind: kind, after: -1, generation: t.generation})
 }
 
+// send addresses a member by PID, or by name when its PID is unknown. A send
+// by name makes the framework connect synchronously, on this actor's
+// goroutine; to a host that does not answer at all that blocks until the
+// dial or handshake times out. So after a failed send by name the member is
+// not addressed by name again for a backoff that doubles up to four
+// maximum election timeouts: an unreachable member costs at most one
+// blocked dial per backoff, and a healed one is reached again soon.
 func (e *election) send(m *member, message any) {
-	e.out.sends = append(e.out.sends, outbound{node: m.node, to: m.address(e.selfName), message: message})
+	to := m.address(e.selfName)
+	_, byName := to.(gen.ProcessID)
+	if byName && e.now.Before(m.nameBackoffUntil) {
+		return
+	}
+	e.out.sends = append(e.out.sends, outbound{node: m.node, to: to, message: message})
 }
 
 // reply answers the PID a request came from.

@@ -24,6 +24,8 @@ type member struct {
 	unreachableSince time.Time // zero while reachable; set by a down with ErrNoConnection
 	nextProbe        time.Time // earliest next Hello by name; spaces out dials to a gone node
 	sendErr          error     // last send failure, cleared by the next success
+	nameFailures     int       // consecutive failed sends by name
+	nameBackoffUntil time.Time // no send by name before this (see election.send)
 	ackTerm          uint64    // term of its last heartbeat ack: up to date for a handover
 }
 
@@ -168,6 +170,7 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 		}
 	}
 	m.unreachableSince = time.Time{}
+	m.nameFailures, m.nameBackoffUntil = 0, time.Time{}
 	m.lastHeard = e.now
 	if known == false {
 		e.logf(levelInfo, "peer %s joined the view through the protocol; view %d, quorum %d", from.Node, e.viewSize(), e.quorum())
@@ -281,9 +284,15 @@ func (e *election) sendResult(node gen.Atom, err error) {
 	}
 	if err != nil {
 		m.sendErr = err
+		if m.pid == (gen.PID{}) {
+			m.nameFailures++
+			m.nameBackoffUntil = e.now.Add(e.cfg.electionTimeoutMax << min(m.nameFailures-1, 2))
+		}
 		return
 	}
 	m.sendErr = nil
+	m.nameFailures = 0
+	m.nameBackoffUntil = time.Time{}
 	m.lastSentOK = e.now
 }
 

@@ -23,17 +23,17 @@ func runDemo(ctx context.Context, cfg config, out io.Writer) (report, error) {
 	}
 	d.cluster = cluster
 
+	d.start = time.Now() // before any goroutine that reads it
 	watch, stopWatching := context.WithCancel(context.Background())
 	polling := d.obs.run(watch, d.names, cluster.Node, 20*time.Millisecond)
 	redraw, stopDrawing := context.WithCancel(watch)
 	defer stopDrawing()
 	drawing := d.screen(redraw)
-	d.start = time.Now()
 	if cfg.plain {
 		d.printf("Leader election: %d nodes in one process, linked through per-pair TCP proxies", len(d.names))
 		d.printf("election timeout %d-%d ms, heartbeat %d ms, MinClusterSize %d", cfg.electionMin, cfg.electionMax, cfg.heartbeat, cfg.minSize)
 		for _, name := range d.names {
-			d.printf("  %s = %s", d.letter(name), name)
+			d.printf("  %s = %s", d.letter(name), string(name))
 		}
 	}
 

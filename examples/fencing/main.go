@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if report.Fenced == false || report.StaleRows != 0 || report.Row.OwnerToken != report.FreshToken {
+	if report.Fenced == false || report.StaleRows != 0 || report.Row.OwnerToken != report.Newest {
 		return errors.New("the stale leader's write was not fenced")
 	}
 	return nil

@@ -111,7 +111,10 @@ func (s *Stack) dial(peer gen.Atom, route *gen.NetworkRoute) (*conn, error) {
 	if c, err := try(targets); c != nil || err != nil {
 		return c, err
 	}
-	if route == nil {
+	// A matching static route is final, as in the framework: a node pinned
+	// to an address (a proxy, a firewall rule) is never reached behind its
+	// back through the registrar or another stack of this process.
+	if route == nil && len(routes) == 0 {
 		if c, err := try(s.localTarget(peer)); c != nil || err != nil {
 			return c, err
 		}
@@ -186,6 +189,14 @@ func (s *Stack) target(host string, port uint16, r gen.NetworkRoute) target {
 
 // dialOne connects to one address and runs the dialer handshake.
 func (s *Stack) dialOne(peer gen.Atom, t target) (*conn, error) {
+	return s.dialAttempt(peer, t, true)
+}
+
+// dialAttempt dials once. When the peer answers that its own dial to us
+// wins, we wait a short while for that connection; if it does not come
+// (the peer's dial went somewhere that does not answer), we dial again
+// once, since by then the peer no longer claims a dial in progress.
+func (s *Stack) dialAttempt(peer gen.Atom, t target, retry bool) (*conn, error) {
 	nc, err := net.DialTimeout("tcp", t.addr, dialTimeout)
 	if err != nil {
 		return nil, err
@@ -210,11 +221,18 @@ func (s *Stack) dialOne(peer gen.Atom, t target) (*conn, error) {
 		// Simultaneous connect: the peer keeps the connection it dialed
 		// (or is dialing) to us; wait for it to arrive.
 		nc.Close()
-		if c := s.awaitConn(peer, time.Now().Add(waitConnTimeout)); c != nil {
+		wait := waitConnTimeout
+		if retry {
+			wait = lostRaceWait
+		}
+		if c := s.awaitConn(peer, time.Now().Add(wait)); c != nil {
 			return c, nil
 		}
 		if s.isStopped() {
 			return nil, gen.ErrNetworkStopped
+		}
+		if retry {
+			return s.dialAttempt(peer, t, false)
 		}
 		return nil, fmt.Errorf("%s kept its own connection, but it did not arrive", peer)
 	}

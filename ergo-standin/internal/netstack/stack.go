@@ -20,6 +20,7 @@ const (
 	defaultHandshakeTimeout = 5 * time.Second
 	dialTimeout             = 3 * time.Second
 	waitConnTimeout         = 5 * time.Second // waiters for another caller's dial
+	lostRaceWait            = time.Second     // a lost simultaneous connect waits this long before dialing again
 	writeTimeout            = 10 * time.Second
 )
 

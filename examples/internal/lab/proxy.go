@@ -33,8 +33,7 @@ func newLink(target func() string, drop bool) (*link, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &link{listener: listener, target: target, drop: drop,
-		active: make(map[net.Conn]net.Conn), held: make(map[net.Conn]bool)}
+	l := &link{listener: listener, target: target, drop: drop, active: make(map[net.Conn]net.Conn)}
 	go l.serve()
 	return l, nil
 }
@@ -79,7 +78,7 @@ func (l *link) close() {
 	l.mu.Lock()
 	l.closed = true
 	held := l.held
-	l.held = make(map[net.Conn]bool)
+	l.held = nil
 	l.mu.Unlock()
 	l.setOpen(false)
 	l.listener.Close()
@@ -102,6 +101,9 @@ func (l *link) forward(in net.Conn) {
 	l.mu.Lock()
 	open := l.open && l.closed == false
 	if open == false && l.drop && l.closed == false {
+		if l.held == nil {
+			l.held = make(map[net.Conn]bool)
+		}
 		l.held[in] = true
 		l.mu.Unlock()
 		return
