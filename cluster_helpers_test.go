@@ -35,6 +35,17 @@ const (
 
 	clActorName = gen.Atom("election")
 
+	// clNodeHost is the host part of the test nodes' names. The nodes listen
+	// on 127.0.0.1 and reach each other only through static routes to their
+	// proxies, so the name's host is never dialed. It matters once: when a
+	// static route fails (a cut), the stand-in falls back to the built-in
+	// registrar, which looks the name up over UDP at the name's host. Any
+	// node on this box may serve the registrar, including a busy process
+	// of another test binary, so that lookup can take hundreds of
+	// milliseconds; with an IPv6 host the IPv4-only lookup fails at once,
+	// and a cut link fails fast, as a refused connection does.
+	clNodeHost = "::1"
+
 	// deadlines for polls; generous, for a loaded 2-core box under -race
 	clConverge = 20 * time.Second
 	clPoll     = 10 * time.Millisecond
@@ -484,46 +495,15 @@ func (c *realCluster) teardown() {
 	}
 }
 
-var clAnchor struct {
-	once sync.Once
-	node gen.Node
-}
-
-// startClAnchor starts, once per test binary, a node that lives until the
-// binary exits. The built-in registrar is served by the first node on the
-// host that binds its port, and moves to another node when that one stops;
-// while it moves, resolving a name stalls. Without the anchor the first test
-// node of the binary would serve it, and every test that kills nodes could
-// set off such a move. (The test nodes never need the registrar: they reach
-// each other through static routes.)
-func startClAnchor(t *testing.T) {
-	clAnchor.once.Do(func() {
-		name := gen.Atom(fmt.Sprintf("lt%d-anchor@127.0.0.1", os.Getpid()))
-		node, err := ergo.StartNode(name, gen.NodeOptions{
-			Network: gen.NetworkOptions{
-				Cookie:    clFallbackCookie,
-				Acceptors: []gen.AcceptorOptions{{Host: "127.0.0.1", Cookie: clCookie}},
-			},
-			Log: gen.LogOptions{DefaultLogger: gen.DefaultLoggerOptions{Disable: true}},
-		})
-		if err != nil {
-			t.Logf("the registrar anchor node did not start (%v); going on without it", err)
-			return
-		}
-		clAnchor.node = node
-	})
-}
-
 // addNode starts a node, connects it to the proxy mesh and lists it in the
 // discovery of every actor. It spawns nothing.
 func (c *realCluster) addNode() int {
 	c.t.Helper()
-	startClAnchor(c.t)
 	level := gen.LogLevelInfo
 	if os.Getenv("LEADER_TEST_DEBUG") != "" {
 		level = gen.LogLevelDebug
 	}
-	name := gen.Atom(fmt.Sprintf("lt%d-%03d@127.0.0.1", os.Getpid(), clNodeSeq.Add(1)))
+	name := gen.Atom(fmt.Sprintf("lt%d-%03d@%s", os.Getpid(), clNodeSeq.Add(1), clNodeHost))
 	options := gen.NodeOptions{
 		ShutdownTimeout: 10 * time.Second,
 		Network: gen.NetworkOptions{
@@ -712,9 +692,13 @@ func (c *realCluster) send(i int, name gen.Atom, message any) {
 	require.NoError(c.t, c.n(i).node.Send(c.pid(i, name), message))
 }
 
-// stopNode stops node i, gracefully (Stop) or abruptly (StopForce).
+// stopNode stops node i, gracefully (Stop) or abruptly (StopForce). The
+// discovery stops listing it first: a Join of a node that is already gone
+// would declare a member that never answers, which stays in the view until
+// someone calls Leave.
 func (c *realCluster) stopNode(i int, graceful bool) {
 	n := c.n(i)
+	c.setListed(i, false)
 	if graceful {
 		n.node.Stop()
 	} else {
@@ -722,7 +706,6 @@ func (c *realCluster) stopNode(i int, graceful bool) {
 	}
 	c.mu.Lock()
 	n.stopped = true
-	n.listed = false
 	c.mu.Unlock()
 }
 

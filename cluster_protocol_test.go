@@ -41,8 +41,10 @@ func TestClusterProxiesCarryAndCutTheTraffic(t *testing.T) {
 			_, err := network.Node(peer)
 			return err != nil, fmt.Sprintf("still connected to %s", peer)
 		})
+		began := time.Now()
 		_, err := network.GetNode(peer)
 		require.Error(t, err, "a cut link must not be bypassed (registrar fallback)")
+		t.Logf("connecting over a cut link failed after %s: %v", time.Since(began).Round(10*time.Microsecond), err)
 	}
 
 	c.healAll()
@@ -179,6 +181,16 @@ func TestClusterAsymmetricPartition(t *testing.T) {
 				c.spawnAll(all, tm.options("asymmetric", 3), protocolSwitches{noResponseQuorum: responseQuorum == false})
 				leader, term := c.waitLeader(all, clActorName, clConverge)
 				c.waitViews(all, clActorName, 5, clConverge)
+				// The leader must already know (and monitor) every follower:
+				// a remote Monitor is a request that waits for a reply, and
+				// no reply reaches a leader whose inbound is lost.
+				waitFor(t, clConverge, "the leader to know every follower's PID", func() (bool, string) {
+					raw, err := c.inspect(leader, clActorName, "ergo:peers", "ergo:unreachable")
+					if err != nil {
+						return false, err.Error()
+					}
+					return raw["ergo:peers"] == "4" && raw["ergo:unreachable"] == "", fmt.Sprint(raw)
+				})
 				settled := time.Now()
 				rest := clWithout(all, leader)
 
@@ -519,4 +531,52 @@ func TestClusterHungLeaderIsReplaced(t *testing.T) {
 	})
 	require.False(t, demoted.at.Before(blockedAt.Add(block)), "it cannot step down while hung")
 	c.waitLeader(all, clActorName, clConverge)
+}
+
+// Found on real nodes by the recorder's invariant ("BecomeLeader twice
+// without BecomeFollower between", in TestClusterGhostTTL under load) and
+// reproduced here on the election state alone, so that it fails every time.
+// A candidate whose election timer fires before its vote replies arrive
+// opens a new pre-vote round while still a candidate. The late vote replies
+// then make it leader with that round still open, and the pre-vote grants
+// that follow start an election for the next term from the leader role: the
+// actor goes leader -> candidate without HandleBecomeFollower, and
+// HandleBecomeLeader runs twice in a row.
+func TestClusterLatePreVoteGrantsDoNotUnseatALeader(t *testing.T) {
+	const cluster = "late"
+	cfg, _, err := Options{ClusterID: cluster, ElectionTimeoutMin: 100, ElectionTimeoutMax: 200, HeartbeatInterval: 20}.resolve()
+	require.NoError(t, err)
+	self := gen.PID{Node: "self@host", ID: 1000, Creation: 1}
+	a := gen.PID{Node: "a@host", ID: 1000, Creation: 1}
+	b := gen.PID{Node: "b@host", ID: 1000, Creation: 1}
+	e := newElection(cfg, self, clActorName, rand.New(rand.NewPCG(1, 2)), nil)
+	now := time.Unix(1_000_000, 0)
+	e.start(now)
+	e.join(gen.ProcessID{Name: clActorName, Node: a.Node})
+	e.join(gen.ProcessID{Name: clActorName, Node: b.Node})
+	timeout := func() {
+		now = now.Add(time.Second)
+		e.timer(now, timerElection, e.timers[timerElection].generation)
+		e.takeEffects()
+	}
+
+	timeout() // a follower that hears no leader pre-votes for term 1
+	e.receive(now, a, msgPreVoteReply{ClusterID: cluster, Term: 0, Granted: true})
+	require.Equal(t, roleCandidate, e.role)
+	require.EqualValues(t, 1, e.term)
+
+	timeout() // no vote reply yet: the candidate's own election times out
+	e.receive(now, a, msgVoteReply{ClusterID: cluster, Term: 1, Granted: true})
+	if e.confirming {
+		e.confirmResult(now, true, nil)
+	}
+	if e.role != roleLeader {
+		return // the late vote no longer wins: nothing left to check
+	}
+	e.published(now)
+	e.takeEffects()
+
+	e.receive(now, b, msgPreVoteReply{ClusterID: cluster, Term: 1, Granted: true})
+	require.Equal(t, roleLeader, e.role, "a late pre-vote grant must not make a leader campaign (term %d)", e.term)
+	require.EqualValues(t, 1, e.term)
 }

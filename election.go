@@ -345,7 +345,7 @@ func (e *election) handlePreVoteReply(m *member, reply msgPreVoteReply) {
 	if e.staleReply(header{term: reply.Term}) {
 		return
 	}
-	if e.preVoting == false {
+	if e.preVoting == false || e.role == roleLeader {
 		e.drop("unexpected_reply")
 		return
 	}
@@ -529,6 +529,9 @@ func (e *election) campaign() {
 // startElection increments the term, votes for itself and asks everyone
 // declared for a vote.
 func (e *election) startElection(why string) {
+	if e.role == roleLeader || e.role == roleUnclustered {
+		return
+	}
 	e.preVoting = false
 	e.term++
 	e.termChangedAt = e.now
@@ -568,6 +571,9 @@ func (e *election) confirmResult(now time.Time, allowed bool, err error) {
 	if allowed && err == nil {
 		e.role = roleLeader
 		e.leader = e.self
+		// a pre-vote round the candidate opened while its vote replies were
+		// still in flight is over: late grants must not start an election
+		e.preVoting = false
 		e.denials = 0
 		e.unpublished = true
 		e.cancelTimer(timerElection)

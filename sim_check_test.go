@@ -299,13 +299,13 @@ func (c *checker) checkCutOff(b *simActor) {
 	}
 	if cut == nil || cut.quorum != e.quorum() || gained {
 		b.chk.cut = &cutOff{since: c.s.now, quorum: e.quorum(), reach: reach}
-		bound := e.cfg.electionTimeoutMin + e.cfg.heartbeatInterval + c.s.net.maxDelay + time.Millisecond
+		bound := e.cfg.electionTimeoutMin + e.cfg.heartbeatInterval + c.s.net.worstDelay() + time.Millisecond
 		// make sure an event happens at the deadline, so a leader that
 		// never steps down is caught even if nothing else is scheduled
 		c.s.after(bound+time.Microsecond, "", func() {})
 		return
 	}
-	bound := e.cfg.electionTimeoutMin + e.cfg.heartbeatInterval + c.s.net.maxDelay + time.Millisecond
+	bound := e.cfg.electionTimeoutMin + e.cfg.heartbeatInterval + c.s.net.worstDelay() + time.Millisecond
 	if c.s.now.Sub(cut.since) > bound {
 		c.s.fail("%s still leads term %d %s after being cut off from a quorum of %d (bound %s)", b.inc, e.term, c.s.now.Sub(cut.since), cut.quorum, bound)
 	}

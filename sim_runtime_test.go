@@ -57,7 +57,19 @@ const (
 type simNetwork struct {
 	minDelay, maxDelay time.Duration
 	dropRate, dupRate  float64
+	// stragglers: a small share of messages is held up for much longer (a
+	// retransmission, a GC pause on the way), up to stragglerMax
+	stragglerRate float64
+	stragglerMax  time.Duration
 	reorder            bool // false: per-link FIFO, as over one TCP connection
+}
+
+// worstDelay is the longest a message may travel.
+func (n simNetwork) worstDelay() time.Duration {
+	if n.stragglerRate > 0 {
+		return n.maxDelay + n.stragglerMax
+	}
+	return n.maxDelay
 }
 
 type simulator struct {
@@ -323,6 +335,9 @@ func (s *simulator) send(from gen.PID, to any, message any) error {
 	}
 	for i := 0; i < copies; i++ {
 		at := s.now.Add(s.delay())
+		if s.net.stragglerRate > 0 && s.rng.Float64() < s.net.stragglerRate {
+			at = at.Add(time.Duration(s.rng.Int64N(int64(s.net.stragglerMax))))
+		}
 		key := [2]gen.Atom{from.Node, dst}
 		if s.net.reorder == false {
 			if last := s.lastSend[key]; at.Before(last) {

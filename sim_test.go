@@ -295,6 +295,10 @@ func runScenario(t testing.TB, seed uint64, switches protocolSwitches, trace, co
 		dupRate:  []float64{0, 0, 0.02}[r.IntN(3)],
 		reorder:  r.IntN(2) == 0,
 	}
+	if r.IntN(4) == 0 {
+		s.net.stragglerRate = []float64{0.01, 0.05}[r.IntN(2)]
+		s.net.stragglerMax = 600 * time.Millisecond
+	}
 	size := []int{3, 5, 5, 7}[r.IntN(4)]
 	options := simOptions()
 	if r.IntN(3) == 0 {

@@ -36,6 +36,7 @@ var docOrder = []struct{ id, title, placeholder string }{
 	{"coldstart", "3. Cold start", "not measured yet: `go run ./examples/perf -only coldstart -out docs/performance.md`"},
 	{"heal", "4. Partition heal", "not measured yet: `go run ./examples/perf -only heal -out docs/performance.md`"},
 	{"steady", "5. Steady-state cost", "not measured yet: `go run ./examples/perf -only steady -out docs/performance.md`"},
+	{"long", "5b. Steady state over ten minutes", "not measured yet: `go run ./examples/perf -only long -long -out docs/performance.md`"},
 	{"scale", "6. Scale", "not measured yet: `go run ./examples/perf -only scale -out docs/performance.md`"},
 	{"stability", "7. Stability under CPU load", "not measured yet: `go run ./examples/perf -only stability -out docs/performance.md`"},
 	{"simulator", "8. Simulator throughput", "not measured yet: `LEADER_SIM_SEEDS=2000 go test -run TestSimulationRandomSeeds -v .`, quote its log line here"},

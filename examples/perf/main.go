@@ -77,6 +77,10 @@ func run(p *plan) (*report, error) {
 		s, rows := runSteady(p)
 		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)
 	}
+	if p.long && p.wants("long") {
+		s, rows := runLong(p)
+		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)
+	}
 	if p.wants("scale") {
 		s, rows := runScale(p)
 		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)

@@ -43,7 +43,7 @@ type plan struct {
 }
 
 // sectionIDs are the measured sections in report order.
-var sectionIDs = []string{"crash", "handover", "coldstart", "heal", "steady", "scale", "stability"}
+var sectionIDs = []string{"crash", "handover", "coldstart", "heal", "steady", "long", "scale", "stability"}
 
 func parsePlan(args []string, log io.Writer) (*plan, error) {
 	p := &plan{log: log}
@@ -52,7 +52,7 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 	fs.StringVar(&p.out, "out", "", "write the report to this markdown file (sections not measured are kept from it)")
 	fs.StringVar(&p.svg, "svg", "", "write the failover plot here (default: failover.svg next to -out)")
 	fs.BoolVar(&p.quick, "quick", false, "tiny run counts and short windows: a smoke run, not figures")
-	fs.BoolVar(&p.long, "long", false, "also run the steady state for -long-for and compare allocations per round minute by minute")
+	fs.BoolVar(&p.long, "long", false, "also run the steady state for -long-for and compare allocations per round minute by minute (section long)")
 	fs.DurationVar(&p.longFor, "long-for", 10*time.Minute, "length of the -long steady-state run")
 	only := fs.String("only", "", "comma-separated sections to measure: "+strings.Join(sectionIDs, ","))
 	runs := fs.Int("runs", 0, "runs per failover/handover/cold-start measurement (default 50, quick 2)")
