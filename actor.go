@@ -90,6 +90,9 @@ type Actor struct {
 	cancels      [numTimers]gen.CancelFunc
 	kind         gen.ProcessKind
 
+	dialerPID gen.PID           // the helper that connects to unreachable nodes (dialer.go)
+	dialing   map[gen.Atom]bool // nodes it is connecting to now
+
 	// Injected by the deterministic simulator; production uses the wall
 	// clock and a randomly seeded source.
 	clock    func() time.Time
@@ -274,6 +277,13 @@ func (a *Actor) dispatch(message *gen.MailboxMessage) error {
 func (a *Actor) handleRegular(from gen.PID, message any) error {
 	now := a.clock()
 	switch m := message.(type) {
+	case dialResult:
+		if from != a.dialerPID {
+			a.state.drop("foreign_dial_result")
+			return nil
+		}
+		a.dialed(m)
+		return nil
 	case timerFired:
 		if from != a.PID() {
 			a.state.drop("foreign_timer")
@@ -388,6 +398,10 @@ func (a *Actor) flush() error {
 
 func (a *Actor) perform(out effects) {
 	for _, o := range out.sends {
+		if id, byName := o.to.(gen.ProcessID); byName && a.connected(id.Node) == false && a.dial(id.Node) {
+			// the dialer connects; the member is probed once it has
+			continue
+		}
 		err := a.Send(o.to, o.message)
 		a.state.sendResult(o.node, err)
 	}

@@ -276,6 +276,22 @@ func (e *election) peers() []gen.PID {
 	return list
 }
 
+// dialed applies the outcome of connecting to a member's node: connected,
+// it is probed at once (by name, now without blocking); not, its sends by
+// name back off as after any failed send.
+func (e *election) dialed(now time.Time, node gen.Atom, err error) {
+	e.now = now
+	m, ok := e.members[node]
+	if ok == false || m.pid != (gen.PID{}) {
+		return
+	}
+	if err != nil {
+		e.sendResult(node, err)
+		return
+	}
+	e.probe(m)
+}
+
 // sendResult records what the framework said about a send to a member.
 func (e *election) sendResult(node gen.Atom, err error) {
 	m, ok := e.members[node]

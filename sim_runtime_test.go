@@ -61,7 +61,7 @@ type simNetwork struct {
 	// retransmission, a GC pause on the way), up to stragglerMax
 	stragglerRate float64
 	stragglerMax  time.Duration
-	reorder            bool // false: per-link FIFO, as over one TCP connection
+	reorder       bool // false: per-link FIFO, as over one TCP connection
 }
 
 // worstDelay is the longest a message may travel.
@@ -487,6 +487,16 @@ type simProcess struct {
 	kind     gen.ProcessKind
 	log      simLog
 	paused   bool // a stall: messages queue up, nothing runs
+	parent   gen.PID
+}
+
+// Spawn starts a child process on the same node (the actor's dialer).
+func (p *simProcess) Spawn(factory gen.ProcessFactory, options gen.ProcessOptions, args ...any) (gen.PID, error) {
+	child, err := p.sim.spawnChild(p.node, "", factory(), p.pid)
+	if err != nil {
+		return gen.PID{}, err
+	}
+	return child.pid, nil
 }
 
 // pause stops the process from running for d, as a long GC pause or a
@@ -501,8 +511,13 @@ func (p *simProcess) pause(d time.Duration) {
 }
 
 func (s *simulator) spawn(n *simNode, name gen.Atom, behavior gen.ProcessBehavior) (*simProcess, error) {
+	return s.spawnChild(n, name, behavior, gen.PID{Node: n.name, ID: 1, Creation: n.creation})
+}
+
+func (s *simulator) spawnChild(n *simNode, name gen.Atom, behavior gen.ProcessBehavior, parent gen.PID) (*simProcess, error) {
 	n.nextID++
 	p := &simProcess{
+		parent:   parent,
 		sim:      s,
 		node:     n,
 		pid:      gen.PID{Node: n.name, ID: n.nextID, Creation: n.creation},
@@ -515,10 +530,14 @@ func (s *simulator) spawn(n *simNode, name gen.Atom, behavior gen.ProcessBehavio
 	}
 	p.log = simLog{p: p}
 	n.procs[p.pid.ID] = p
-	n.names[name] = p
+	if name != "" {
+		n.names[name] = p
+	}
 	if err := behavior.ProcessInit(p, nil); err != nil {
 		delete(n.procs, p.pid.ID)
-		delete(n.names, name)
+		if name != "" {
+			delete(n.names, name)
+		}
 		return nil, err
 	}
 	p.state = gen.ProcessStateSleep
@@ -563,16 +582,14 @@ func (p *simProcess) terminate(reason error) {
 	p.behavior.ProcessTerminate(reason)
 }
 
-func (p *simProcess) PID() gen.PID   { return p.pid }
-func (p *simProcess) Name() gen.Atom { return p.name }
-func (p *simProcess) Parent() gen.PID {
-	return gen.PID{Node: p.pid.Node, ID: 1, Creation: p.pid.Creation}
-}
+func (p *simProcess) PID() gen.PID                           { return p.pid }
+func (p *simProcess) Name() gen.Atom                         { return p.name }
+func (p *simProcess) Parent() gen.PID                        { return p.parent }
 func (p *simProcess) State() gen.ProcessState                { return p.state }
 func (p *simProcess) Mailbox() gen.ProcessMailbox            { return p.mailbox }
 func (p *simProcess) Behavior() gen.ProcessBehavior          { return p.behavior }
 func (p *simProcess) Log() gen.Log                           { return &p.log }
-func (p *simProcess) Node() gen.Node                         { return simGenNode{name: p.pid.Node} }
+func (p *simProcess) Node() gen.Node                         { return simGenNode{name: p.pid.Node, sim: p.sim} }
 func (p *simProcess) SetProcessKind(k gen.ProcessKind) error { p.kind = k; return nil }
 func (p *simProcess) Send(to any, message any) error         { return p.sim.send(p.pid, to, message) }
 func (p *simProcess) Monitor(target any) error {
@@ -615,19 +632,40 @@ func (p *simProcess) SendAfter(to any, message any, after time.Duration) (gen.Ca
 	}, nil
 }
 
-// simGenNode and simGenNetwork answer the registration check: a simulated
-// node has no codec, so it reports a disabled network.
+// simGenNode and simGenNetwork answer what the actor asks the framework
+// about the network: whether a connection exists, and connecting (from the
+// dialer). A simulated node has no codec, so the registration check sees a
+// disabled network.
 type simGenNode struct {
 	gen.Node
 	name gen.Atom
+	sim  *simulator
 }
 
 func (n simGenNode) Name() gen.Atom       { return n.name }
-func (n simGenNode) Network() gen.Network { return simGenNetwork{} }
+func (n simGenNode) Network() gen.Network { return simGenNetwork{self: n.name, sim: n.sim} }
 
-type simGenNetwork struct{ gen.Network }
+type simGenNetwork struct {
+	gen.Network
+	self gen.Atom
+	sim  *simulator
+}
 
 func (simGenNetwork) Mode() gen.NetworkMode { return gen.NetworkModeDisabled }
+
+func (n simGenNetwork) Node(name gen.Atom) (gen.RemoteNode, error) {
+	if n.sim.conns[pairKey(n.self, name)] == 0 {
+		return nil, gen.ErrNoConnection
+	}
+	return nil, nil
+}
+
+func (n simGenNetwork) GetNode(name gen.Atom) (gen.RemoteNode, error) {
+	if n.sim.connect(n.self, name) == 0 {
+		return nil, gen.ErrNoRoute
+	}
+	return nil, nil
+}
 
 // simLog sends the actor's log lines to the trace when logs are enabled.
 type simLog struct {

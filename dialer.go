@@ -1,0 +1,117 @@
+package leader
+
+import (
+	"ergo.services/ergo/gen"
+	"ergo.services/ergo/lib"
+)
+
+// Sending to a process by name makes the framework connect to its node
+// synchronously, in the sender's goroutine: registrar lookup, TCP dial,
+// handshake. To a host that does not answer at all (a deleted pod's IP, a
+// firewall that drops packets) that blocks for the full dial or handshake
+// timeout, seconds during which a leader sends no heartbeats and the whole
+// cluster re-elects. So the actor never sends by name to a node it is not
+// connected to: a small linked helper process connects instead, and the
+// actor probes the member once the connection exists.
+
+// dialRequest asks the dialer to connect to Node.
+type dialRequest struct{ Node gen.Atom }
+
+// dialResult reports the outcome of a dialRequest to the actor.
+type dialResult struct {
+	Node gen.Atom
+	Err  error
+}
+
+// dialer connects to nodes on the actor's behalf, one at a time.
+type dialer struct {
+	process gen.Process
+}
+
+func factoryDialer() gen.ProcessBehavior { return &dialer{} }
+
+func (d *dialer) ProcessInit(process gen.Process, args ...any) error {
+	d.process = process
+	return nil
+}
+
+func (d *dialer) ProcessKind() gen.ProcessKind { return gen.ProcessKindCustom }
+
+func (d *dialer) ProcessTerminate(reason error) {}
+
+// ProcessRun connects for every request and reports back. Any exit signal
+// (the actor it serves is gone) ends it.
+func (d *dialer) ProcessRun() (reason error) {
+	if lib.Recover() {
+		defer func() {
+			if r := recover(); r != nil {
+				reason = gen.TerminateReasonPanic
+			}
+		}()
+	}
+	mailbox := d.process.Mailbox()
+	for {
+		if d.process.State() != gen.ProcessStateRunning {
+			return gen.TerminateReasonKill
+		}
+		value, ok := mailbox.Urgent.Pop()
+		if ok {
+			if m, isMessage := value.(*gen.MailboxMessage); isMessage && m.Type == gen.MailboxMessageTypeExit {
+				gen.ReleaseMailboxMessage(m)
+				return gen.TerminateReasonNormal
+			}
+			continue
+		}
+		if value, ok = mailbox.System.Pop(); ok == false {
+			if value, ok = mailbox.Main.Pop(); ok == false {
+				return nil
+			}
+		}
+		m, isMessage := value.(*gen.MailboxMessage)
+		if isMessage == false {
+			continue
+		}
+		if request, isRequest := m.Message.(dialRequest); isRequest && m.From == d.process.Parent() {
+			_, err := d.process.Node().Network().GetNode(request.Node)
+			d.process.Send(m.From, dialResult{Node: request.Node, Err: err})
+		}
+		gen.ReleaseMailboxMessage(m)
+	}
+}
+
+// connected reports whether this node has a connection to node, without
+// connecting.
+func (a *Actor) connected(node gen.Atom) bool {
+	_, err := a.Node().Network().Node(node)
+	return err == nil
+}
+
+// dial asks the dialer to connect to node, unless it already is. It
+// reports false when no dialer can be started, in which case the caller
+// sends synchronously as before.
+func (a *Actor) dial(node gen.Atom) bool {
+	if a.dialing[node] {
+		return true
+	}
+	if a.dialerPID == (gen.PID{}) {
+		pid, err := a.Spawn(factoryDialer, gen.ProcessOptions{LinkParent: true})
+		if err != nil {
+			a.Log().Warning("leader: cannot start the dialer process (%s); unreachable peers will be dialed from the actor itself, which blocks it while they time out", err)
+			return false
+		}
+		a.dialerPID = pid
+		a.dialing = make(map[gen.Atom]bool)
+	}
+	if err := a.Send(a.dialerPID, dialRequest{Node: node}); err != nil {
+		return false
+	}
+	a.dialing[node] = true
+	return true
+}
+
+// dialed handles the dialer's report: a connection is there, so the member
+// can be probed at once; a failure backs its sends by name off.
+func (a *Actor) dialed(result dialResult) {
+	delete(a.dialing, result.Node)
+	a.state.dialed(a.clock(), result.Node, result.Err)
+}
