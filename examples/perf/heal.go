@@ -17,7 +17,6 @@ type healResult struct {
 	during      int  // leaderships won while the partition held
 	termsMoved  int  // runs whose term changed across the partition and heal
 	leaderMoved int  // runs that ended with another leader than A
-	stalled     int  // runs whose heal overlapped a registrar stall
 	failures    []string
 }
 
@@ -27,8 +26,6 @@ const healSettle = time.Second
 
 func runHeal(p *plan) (section, []summaryRow) {
 	lw := watchLoad()
-	stop := p.watchRegistrar()
-	defer stop()
 	var results []healResult
 	_, hi := timingsOf(leader.Options{})
 	hold := p.healHold
@@ -47,12 +44,12 @@ func runHeal(p *plan) (section, []summaryRow) {
 
 	var b strings.Builder
 	b.WriteString("Five nodes A..E with A the leader (A is whichever node leads; the others are lettered after it). The links between {A,B,C} and {D,E} are cut at the proxies, so both sides see real connection losses; the cut holds, then heals. Convergence runs from the heal until every node's callbacks name one leader at one term (confirmed through `Inspect`), and leader changes are the `HandleBecomeLeader` calls from the heal until " + healSettle.String() + " after convergence. Default options (GhostTTL 5000 ms); the members re-run `Join` over their peers every second, the documented discovery loop, which is what re-admits peers dropped after GhostTTL.\n\n")
-	b.WriteString("| hold | runs | converge p50 ms | converge max ms | leader changes after heal | leader changes during the cut | runs whose term moved | runs where the leader moved | runs overlapping a registrar stall | failed runs |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| hold | runs | converge p50 ms | converge max ms | leader changes after heal | leader changes during the cut | runs whose term moved | runs where the leader moved | failed runs |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var rows []summaryRow
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %d | %d | %d | %d | %d |\n", r.hold, r.converge.n(),
-			ms(r.converge.pct(50)), ms(r.converge.max()), r.changes, r.during, r.termsMoved, r.leaderMoved, r.stalled, len(r.failures))
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %d | %d | %d | %d | %d |\n", r.hold, r.converge.n(),
+			ms(r.converge.pct(50)), ms(r.converge.max()), r.changes, r.during, r.termsMoved, r.leaderMoved, len(r.failures))
 		row := summaryRow{
 			key:    "4. Heal after a " + r.hold.String() + " partition",
 			target: "0 leader changes",
@@ -85,7 +82,6 @@ func measureHeal(p *plan, hold time.Duration, runs int) healResult {
 		return r
 	}
 	defer func() { h.close() }()
-	var windows []stall
 	for run := 0; run < runs; run++ {
 		s, err := healOnce(h, hold)
 		if err != nil {
@@ -99,7 +95,6 @@ func measureHeal(p *plan, hold time.Duration, runs int) healResult {
 			continue
 		}
 		samples = append(samples, s.converge)
-		windows = append(windows, stall{s.healed, s.healed.Add(s.converge)})
 		r.changes += s.changes
 		r.during += s.during
 		if s.termMoved {
@@ -110,20 +105,11 @@ func measureHeal(p *plan, hold time.Duration, runs int) healResult {
 		}
 		p.progress("heal (hold %s), run %d/%d: converged in %s ms, %d leader changes", hold, run+1, runs, ms(s.converge), s.changes)
 	}
-	if len(windows) > 0 {
-		p.canary.settle(windows[len(windows)-1].to)
-	}
-	for _, w := range windows {
-		if p.canary.stalled(w.from, w.to) {
-			r.stalled++
-		}
-	}
 	r.converge = newDist(samples)
 	return r
 }
 
 type healSample struct {
-	healed                 time.Time
 	converge               time.Duration
 	changes, during        int
 	termMoved, leaderMoved bool
@@ -144,7 +130,6 @@ func healOnce(h *harness, hold time.Duration) (healSample, error) {
 	s.during = countLeading(h.rec.since(g.id, cut))
 
 	healed := time.Now()
-	s.healed = healed
 	h.cl.Heal()
 	after, err := h.waitAgreed(g, h.names, 30*time.Second, nil)
 	if err != nil {

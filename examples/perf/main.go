@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 )
 
 func main() {
@@ -55,6 +56,17 @@ type report struct {
 // run measures what the plan asks for and writes the report.
 func run(p *plan) (*report, error) {
 	r := &report{}
+	if p.cpuprof != "" {
+		f, err := os.Create(p.cpuprof)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	r.sections = append(r.sections, headerSection(p))
 	if p.wants("crash") {
 		s, rows, results := runCrash(p)

@@ -61,7 +61,7 @@ func TestQuickRun(t *testing.T) {
 		"| hold | runs | converge p50 ms |",
 		"| nodes | rounds/s | msgs/s | msgs/round |",
 		"| setup | members | spawning s | all led s |",
-		"| window | busy goroutines | leader changes |",
+		"| load | leader changes | term increments (sum over nodes) |",
 		"## 1b. Fast failover on and off", // a placeholder until the leader test fills it
 		"## 8. Simulator throughput",
 	} {

@@ -17,6 +17,7 @@ type plan struct {
 	long    bool
 	only    map[string]bool // section ids; empty = all
 	command string          // the command line, quoted in the report
+	cpuprof string          // write a CPU profile of the whole run here
 
 	crashSizes   []int
 	crashRuns    int
@@ -36,8 +37,6 @@ type plan struct {
 	idleWindow   time.Duration
 	stableFor    time.Duration
 
-	canary *canary // registrar stalls, to tell them from the library's own time
-
 	log   io.Writer
 	logMu sync.Mutex
 }
@@ -54,6 +53,7 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 	fs.BoolVar(&p.quick, "quick", false, "tiny run counts and short windows: a smoke run, not figures")
 	fs.BoolVar(&p.long, "long", false, "also run the steady state for -long-for and compare allocations per round minute by minute (section long)")
 	fs.DurationVar(&p.longFor, "long-for", 10*time.Minute, "length of the -long steady-state run")
+	fs.StringVar(&p.cpuprof, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof), to see where the time goes")
 	only := fs.String("only", "", "comma-separated sections to measure: "+strings.Join(sectionIDs, ","))
 	runs := fs.Int("runs", 0, "runs per failover/handover/cold-start measurement (default 50, quick 2)")
 	fs.Usage = func() {
