@@ -27,23 +27,23 @@ const (
 	// clCookie is what the nodes use on the proxied routes and what
 	// their acceptors accept.
 	clCookie = "leader-cluster-test"
-	// clFallbackCookie is the node-wide cookie, used for any dial that does not
-	// go through a static route. The acceptors do not accept it, so a node
-	// that cannot reach a peer through its proxy cannot sneak around a cut
-	// through the registrar either.
+	// clFallbackCookie is the node-wide cookie, used for any dial that does
+	// not go through a static route. The acceptors do not accept it, so a
+	// node that cannot reach a peer through its proxy cannot sneak around a
+	// cut through the registrar either (a runtime may fall back to it).
 	clFallbackCookie = "leader-cluster-no-bypass"
 
 	clActorName = gen.Atom("election")
 
 	// clNodeHost is the host part of the test nodes' names. The nodes listen
 	// on 127.0.0.1 and reach each other only through static routes to their
-	// proxies, so the name's host is never dialed. It matters once: when a
-	// static route fails (a cut), the stand-in falls back to the built-in
-	// registrar, which looks the name up over UDP at the name's host. Any
-	// node on this box may serve the registrar, including a busy process
-	// of another test binary, so that lookup can take hundreds of
-	// milliseconds; with an IPv6 host the IPv4-only lookup fails at once,
-	// and a cut link fails fast, as a refused connection does.
+	// proxies, so the name's host is never dialed. It matters only to a
+	// runtime that falls back to the registrar when a static route fails (a
+	// cut): the built-in registrar looks the name up over UDP at the name's
+	// host, any process on the box may serve it (a busy one, or one going
+	// away), and such a lookup can take hundreds of milliseconds. With an
+	// IPv6 host the stand-in's IPv4-only lookup fails at once, so a cut link
+	// fails as fast as a refused connection.
 	clNodeHost = "::1"
 
 	// deadlines for polls; generous, for a loaded 2-core box under -race

@@ -23,26 +23,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
+
+	"ergo.services/actor/leader/examples/internal/lab"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "cluster:", err)
-		os.Exit(1)
-	}
-}
+func main() { lab.Main("cluster", run) }
 
 // run is the whole program; main only wires it to the process.
 func run(ctx context.Context, args []string, out io.Writer) error {

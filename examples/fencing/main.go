@@ -25,23 +25,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
+
+	"ergo.services/actor/leader/examples/internal/lab"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "fencing:", err)
-		os.Exit(1)
-	}
-}
+func main() { lab.Main("fencing", run) }
 
 // config is the command line, parsed.
 type config struct {

@@ -16,31 +16,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"ergo.services/actor/leader"
+	"ergo.services/actor/leader/examples/internal/lab"
 	"ergo.services/ergo"
 	"ergo.services/ergo/gen"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "scheduler:", err)
-		os.Exit(1)
-	}
-}
+func main() { lab.Main("scheduler", run) }
 
 // config is the command line, parsed.
 type config struct {
