@@ -64,7 +64,7 @@ func runColdStart(p *plan) (section, []summaryRow) {
 func measureColdStart(p *plan, nodes, runs int) coldResult {
 	r := coldResult{nodes: nodes}
 	var agreed, spawning []time.Duration
-	for run := 0; run < runs; run++ {
+	for run := 0; run < runs && p.interrupted() == false; run++ {
 		took, spawn, term, err := coldStartOnce(nodes, &r)
 		if err != nil {
 			r.failures = append(r.failures, fmt.Sprintf("run %d: %v", run+1, err))

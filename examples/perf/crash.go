@@ -25,6 +25,9 @@ func runCrash(p *plan) (section, []summaryRow, []crashResult) {
 	lw := watchLoad()
 	var results []crashResult
 	for _, n := range p.crashSizes {
+		if p.interrupted() {
+			break
+		}
 		p.progress("crash failover, %d nodes, %d runs", n, p.crashRuns)
 		results = append(results, measureCrash(p, n, p.crashRuns))
 	}
@@ -44,7 +47,7 @@ func measureCrash(p *plan, nodes, runs int) crashResult {
 	}
 	defer func() { h.close() }()
 	r.lo, r.hi = h.timings()
-	for run := 0; run < runs; run++ {
+	for run := 0; run < runs && p.interrupted() == false; run++ {
 		c, err := crashOnce(h)
 		if err != nil {
 			r.failures = append(r.failures, fmt.Sprintf("run %d: %v", run+1, err))

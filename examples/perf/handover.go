@@ -68,7 +68,7 @@ func measureHandover(p *plan, mode string, runs int) handoverResult {
 		return r
 	}
 	defer func() { h.close() }()
-	for run := 0; run < runs; run++ {
+	for run := 0; run < runs && p.interrupted() == false; run++ {
 		gap, all, elections, err := handoverOnce(h, mode)
 		if err != nil {
 			r.failures = append(r.failures, fmt.Sprintf("run %d: %v", run+1, err))

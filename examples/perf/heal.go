@@ -82,8 +82,8 @@ func measureHeal(p *plan, hold time.Duration, runs int) healResult {
 		return r
 	}
 	defer func() { h.close() }()
-	for run := 0; run < runs; run++ {
-		s, err := healOnce(h, hold)
+	for run := 0; run < runs && p.interrupted() == false; run++ {
+		s, err := healOnce(p, h, hold)
 		if err != nil {
 			r.failures = append(r.failures, fmt.Sprintf("run %d: %v", run+1, err))
 			p.progress("heal, run %d: %v", run+1, err)
@@ -115,7 +115,7 @@ type healSample struct {
 	termMoved, leaderMoved bool
 }
 
-func healOnce(h *harness, hold time.Duration) (healSample, error) {
+func healOnce(p *plan, h *harness, hold time.Duration) (healSample, error) {
 	var s healSample
 	g := h.groups[0]
 	before, err := h.waitStable(g, 30*time.Second)
@@ -126,7 +126,7 @@ func healOnce(h *harness, hold time.Duration) (healSample, error) {
 	rest := others(h.names, a)
 	cut := time.Now()
 	h.cl.Partition([]gen.Atom{a, rest[0], rest[1]}, rest[2:])
-	time.Sleep(hold)
+	p.sleep(hold)
 	s.during = countLeading(h.rec.since(g.id, cut))
 
 	healed := time.Now()

@@ -19,29 +19,35 @@
 package main
 
 import (
-	"errors"
-	"flag"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+
+	"ergo.services/actor/leader/examples/internal/lab"
 )
 
 func main() {
-	p, err := parsePlan(os.Args[1:], os.Stderr)
+	lab.Main("perf", runCommand)
+}
+
+// runCommand is the whole program: the measurements go to out (and to -out),
+// the progress to stderr. Ctrl-C cancels ctx, which ends the run early and
+// writes nothing, so a report never mixes finished and unfinished sections.
+func runCommand(ctx context.Context, args []string, out io.Writer) error {
+	p, err := parsePlan(args, os.Stderr)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "perf:", err)
-		os.Exit(2)
+		return err
 	}
+	p.ctx = ctx
 	r, err := run(p)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "perf:", err)
-		os.Exit(1)
+		return err
 	}
-	fmt.Print(r.markdown)
+	_, err = fmt.Fprint(out, r.markdown)
+	return err
 }
 
 // report is what a run produced.
@@ -102,6 +108,9 @@ func run(p *plan) (*report, error) {
 		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)
 	}
 
+	if p.interrupted() {
+		return nil, fmt.Errorf("interrupted, nothing written: %w", p.ctx.Err())
+	}
 	if p.out == "" {
 		r.markdown = renderDoc("", r.sections, r.rows)
 	} else {

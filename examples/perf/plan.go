@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -11,8 +12,9 @@ import (
 
 // plan is what one invocation measures and how much of it.
 type plan struct {
-	out     string // markdown file to write; "" prints only
-	svg     string // failover plot; "" next to out
+	ctx     context.Context // cancelled by Ctrl-C: stop early, write nothing
+	out     string          // markdown file to write; "" prints only
+	svg     string          // failover plot; "" next to out
 	quick   bool
 	long    bool
 	only    map[string]bool // section ids; empty = all
@@ -45,7 +47,7 @@ type plan struct {
 var sectionIDs = []string{"crash", "handover", "coldstart", "heal", "steady", "long", "scale", "stability"}
 
 func parsePlan(args []string, log io.Writer) (*plan, error) {
-	p := &plan{log: log}
+	p := &plan{ctx: context.Background(), log: log}
 	fs := flag.NewFlagSet("perf", flag.ContinueOnError)
 	fs.SetOutput(log)
 	fs.StringVar(&p.out, "out", "", "write the report to this markdown file (sections not measured are kept from it)")
@@ -109,6 +111,19 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 // wants reports whether the section is to be measured.
 func (p *plan) wants(id string) bool {
 	return len(p.only) == 0 || p.only[id]
+}
+
+// interrupted reports whether the run was cancelled.
+func (p *plan) interrupted() bool { return p.ctx.Err() != nil }
+
+// sleep waits d, or less if the run is cancelled meanwhile.
+func (p *plan) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.ctx.Done():
+	case <-t.C:
+	}
 }
 
 // progress tells the person waiting what is going on; the report itself

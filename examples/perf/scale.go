@@ -101,6 +101,10 @@ func scaleRows(p *plan, results []manyResult) []summaryRow {
 // waits until every one is led, and measures the idle cost.
 func measureMany(p *plan, label string, nodes, groups int, options leader.Options) manyResult {
 	r := manyResult{label: label, nodes: nodes, groups: groups}
+	if p.interrupted() {
+		r.err = p.ctx.Err()
+		return r
+	}
 	h, err := newHarness(harnessSpec{nodes: nodes, groups: groups, options: options, deferSpawn: true})
 	if err != nil {
 		r.err = err
@@ -128,7 +132,7 @@ func measureMany(p *plan, label string, nodes, groups int, options leader.Option
 	r.goroutines = runtime.NumGoroutine() - goroutines
 	leadings := h.rec.leadings()
 	s0 := h.snap("")
-	time.Sleep(p.idleWindow)
+	p.sleep(p.idleWindow)
 	s1 := h.snap("")
 	r.idle = costBetween(nodes, s0, s1)
 	r.changes = h.rec.leadings() - leadings

@@ -38,6 +38,9 @@ func runStability(p *plan) (section, []summaryRow) {
 			options: leader.Options{ElectionTimeoutMin: 1000, ElectionTimeoutMax: 2000, HeartbeatInterval: 300}},
 	}
 	for _, c := range cases {
+		if p.interrupted() {
+			break
+		}
 		p.progress("stability: %d nodes for %s, %s (%d spinners)", stabilityNodes, p.stableFor, c.label, spinners)
 		measureStability(p, c, spinners)
 	}
@@ -111,7 +114,7 @@ func measureStability(p *plan, c *stabilityCase, spinners int) {
 	start := time.Now()
 	probe := startLatencyProbe()
 	cpu0, ok0 := cpuTime()
-	time.Sleep(p.stableFor)
+	p.sleep(p.stableFor)
 	cpu1, ok1 := cpuTime()
 	elapsed := time.Since(start)
 	c.lateness = probe.finish()

@@ -21,6 +21,9 @@ func runSteady(p *plan) (section, []summaryRow) {
 	lw := watchLoad()
 	var results []steadyResult
 	for _, n := range p.steadySizes {
+		if p.interrupted() {
+			break
+		}
 		p.progress("steady state, %d nodes, %s window", n, p.steadyWindow)
 		results = append(results, measureSteady(p, n))
 	}
@@ -81,9 +84,9 @@ func measureSteady(p *plan, nodes int) steadyResult {
 	}
 	defer h.close()
 	// what the nodes cost on their own, idle and not yet connected
-	time.Sleep(p.steadyWarmup)
+	p.sleep(p.steadyWarmup)
 	b0 := h.snap("")
-	time.Sleep(p.steadyWindow / 4)
+	p.sleep(p.steadyWindow / 4)
 	r.baseline = costBetween(nodes, b0, h.snap(""))
 	if _, _, err := h.spawnAll(); err != nil {
 		r.err = err
@@ -95,13 +98,13 @@ func measureSteady(p *plan, nodes int) steadyResult {
 		r.err = err
 		return r
 	}
-	time.Sleep(p.steadyWarmup)
+	p.sleep(p.steadyWarmup)
 	runtime.GC()
 	start := time.Now()
 	s0 := h.snap(a.leader.Node)
-	time.Sleep(p.steadyWindow / 2)
+	p.sleep(p.steadyWindow / 2)
 	s1 := h.snap(a.leader.Node)
-	time.Sleep(p.steadyWindow / 2)
+	p.sleep(p.steadyWindow / 2)
 	s2 := h.snap(a.leader.Node)
 	r.whole, r.first, r.last = costBetween(nodes, s0, s2), costBetween(nodes, s0, s1), costBetween(nodes, s1, s2)
 	r.changes = countLeading(h.rec.since(g.id, start))
@@ -150,7 +153,9 @@ func measureLong(p *plan, nodes int) (string, summaryRow) {
 	var costs []cost
 	var heaps []uint64
 	for i := 1; i <= slices; i++ {
-		time.Sleep(slice)
+		if p.sleep(slice); p.interrupted() {
+			return fail(p.ctx.Err())
+		}
 		runtime.GC()
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)

@@ -15,19 +15,28 @@ import (
 func failoverSVG(results []crashResult) []byte {
 	const (
 		left, top, width, height = 64.0, 40.0, 640.0, 300.0
-		right, bottom            = 170.0, 56.0
+		right, bottom            = 200.0, 56.0
 	)
 	colors := []string{"#1565c0", "#2e7d32", "#c62828", "#6a1b9a", "#ef6c00"}
 
-	// the axis ends at a round number above the largest sample, and at
-	// least at ElectionTimeoutMin so the reference line is on the chart
-	var hi, lo time.Duration
+	// A logarithmic time axis: the fast path takes milliseconds, the
+	// election timeouts it is compared with take hundreds, and a tail can
+	// take seconds; on a linear axis one of them is always a smudge. It
+	// runs from 1 ms to a decade boundary at or above both the largest
+	// sample and ElectionTimeoutMax.
+	var hi, lo, top2 time.Duration
 	for _, r := range results {
 		hi = max(hi, r.all.max())
 		lo = max(lo, r.lo)
+		top2 = max(top2, r.hi)
 	}
-	xMax := niceCeil(max(float64(hi)/float64(time.Millisecond), float64(lo)/float64(time.Millisecond)))
-	x := func(v float64) float64 { return left + width*v/xMax }
+	msOf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	xMin := 1.0
+	xMax := math.Pow(10, math.Ceil(math.Log10(max(msOf(hi), msOf(top2), 10))))
+	x := func(v float64) float64 {
+		v = min(max(v, xMin), xMax)
+		return left + width*math.Log10(v/xMin)/math.Log10(xMax/xMin)
+	}
 	y := func(share float64) float64 { return top + height*(1-share) }
 
 	var b bytes.Buffer
@@ -38,12 +47,15 @@ func failoverSVG(results []crashResult) []byte {
 	fmt.Fprintf(&b, `<rect x="0" y="0" width="%.0f" height="%.0f" fill="#fff"/>`+"\n", left+width+right, top+height+bottom)
 	fmt.Fprintf(&b, `<text x="%.0f" y="22" font-weight="bold">Crash failover (leader node StopForce) until all survivors follow one new leader</text>`+"\n", left)
 
-	// grid and axes
-	for i := 0; i <= 10; i++ {
-		v := xMax * float64(i) / 10
-		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", x(v), top, x(v), top+height)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(v), top+height+16, trimFloat(v))
+	// grid and axes: 1, 2, 5 per decade
+	for decade := xMin; decade < xMax; decade *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			v := decade * m
+			fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", x(v), top, x(v), top+height)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(v), top+height+16, trimFloat(v))
+		}
 	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(xMax), top+height+16, trimFloat(xMax))
 	for i := 0; i <= 4; i++ {
 		share := float64(i) / 4
 		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", left, y(share), left+width, y(share))
@@ -51,13 +63,19 @@ func failoverSVG(results []crashResult) []byte {
 	}
 	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", left, top+height, left+width, top+height)
 	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", left, top, left, top+height)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">milliseconds after StopForce</text>`+"\n", left+width/2, top+height+38)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">milliseconds after StopForce (logarithmic)</text>`+"\n", left+width/2, top+height+38)
 
-	// ElectionTimeoutMin, what a failover without the fast path waits at least
-	if lo > 0 {
-		lx := x(float64(lo) / float64(time.Millisecond))
+	// the election timeouts: what a failover without the fast path waits
+	for _, ref := range []struct {
+		label string
+		at    time.Duration
+	}{{"ElectionTimeoutMin", lo}, {"ElectionTimeoutMax", top2}} {
+		if ref.at <= 0 {
+			continue
+		}
+		lx := x(msOf(ref.at))
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#888" stroke-dasharray="5,4"/>`+"\n", lx, top, lx, top+height)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="#555">ElectionTimeoutMin</text>`+"\n", lx-4, top+12)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555" transform="rotate(-90 %.1f %.1f)" text-anchor="end">%s</text>`+"\n", lx-4, top+4, lx-4, top+4, ref.label)
 	}
 
 	for i, r := range results {
@@ -67,9 +85,9 @@ func failoverSVG(results []crashResult) []byte {
 		color := colors[i%len(colors)]
 		var path bytes.Buffer
 		n := float64(r.all.n())
-		fmt.Fprintf(&path, "M%.1f,%.1f", x(0), y(0))
+		fmt.Fprintf(&path, "M%.1f,%.1f", x(msOf(r.all.sorted[0])), y(0))
 		for k, s := range r.all.sorted {
-			v := float64(s) / float64(time.Millisecond)
+			v := msOf(s)
 			fmt.Fprintf(&path, " L%.1f,%.1f L%.1f,%.1f", x(v), y(float64(k)/n), x(v), y(float64(k+1)/n))
 		}
 		fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="%s" stroke-width="2"><title>%s</title></path>`+"\n",
@@ -86,20 +104,6 @@ func failoverSVG(results []crashResult) []byte {
 func legend(r crashResult) string {
 	return fmt.Sprintf("%d nodes: p50 %s ms, p90 %s ms, p99 %s ms, max %s ms over %d runs",
 		r.nodes, ms(r.all.pct(50)), ms(r.all.pct(90)), ms(r.all.pct(99)), ms(r.all.max()), r.all.n())
-}
-
-// niceCeil rounds up to 1, 2 or 5 times a power of ten.
-func niceCeil(v float64) float64 {
-	if v <= 0 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if v <= m*p {
-			return m * p
-		}
-	}
-	return 10 * p
 }
 
 func trimFloat(v float64) string {
