@@ -1,0 +1,192 @@
+package leader
+
+import (
+	"fmt"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// Holding and handing over leadership: confirmation, publication, the
+// heartbeat tick with its quorum check, stepping down, and the follower's
+// side of a lost leader.
+
+// confirmResult applies HandleConfirmLeader's answer. A denial stands the
+// candidate down and re-campaigns only after a backoff that doubles with each
+// consecutive denial, since the authority will likely say no again soon.
+func (e *election) confirmResult(now time.Time, allowed bool, err error) {
+	e.now = now
+	if e.confirming == false || e.role != roleCandidate {
+		return
+	}
+	e.confirming = false
+	if allowed && err == nil {
+		e.role = roleLeader
+		e.leader = e.self
+		// a pre-vote round the candidate opened while its vote replies were
+		// still in flight is over: late grants must not start an election
+		e.preVoting = false
+		e.denials = 0
+		e.unpublished = true
+		e.cancelTimer(timerElection)
+		e.cancelTimer(timerFast)
+		return
+	}
+	e.denials++
+	e.confirmDenied++
+	e.lastDeniedAt = now
+	backoff := e.randomTimeout() << min(e.denials-1, 6)
+	e.notBefore = now.Add(backoff)
+	why := "it returned false"
+	if err != nil {
+		why = "it returned an error: " + err.Error()
+	}
+	e.logf(levelWarning, "won term %d but HandleConfirmLeader withheld leadership (%s; denial %d in a row); campaigning again in %s", e.term, why, e.denials, backoff.Round(time.Millisecond))
+	e.becomeFollower()
+}
+
+// published is called once HandleBecomeLeader has accepted leadership:
+// only now do heartbeats announce it.
+func (e *election) published(now time.Time) {
+	e.now = now
+	if e.role != roleLeader || e.unpublished == false {
+		return
+	}
+	e.unpublished = false
+	e.logf(levelInfo, "leader at term %d; view %d, quorum %d", e.term, e.viewSize(), e.quorum())
+	e.sendHeartbeats()
+}
+
+// rollback undoes leadership that HandleBecomeLeader refused.
+func (e *election) rollback(now time.Time) {
+	e.now = now
+	if e.role == roleLeader {
+		e.becomeFollower()
+	}
+}
+
+func (e *election) heartbeatTick() {
+	if e.role != roleLeader || e.unpublished {
+		return
+	}
+	if reached := e.reachedMembers(); reached < e.quorum() {
+		e.stepDown(fmt.Sprintf("no evidence of reaching a quorum within %s: reached %d of view %d, quorum %d", e.cfg.electionTimeoutMin, reached, e.viewSize(), e.quorum()))
+		return
+	}
+	e.sendHeartbeats()
+}
+
+// reachedMembers counts this node plus the members it has evidence of
+// reaching within the minimum election timeout. The evidence is the
+// member's acknowledgement of this leadership: a heartbeat ack or a vote
+// granted for this term. An accepted send proves nothing about the way back
+// (a half-open link), and a member that sends anything else (a pre-vote,
+// say) is evidently not hearing us. With response quorum off, the
+// documented reference rule applies: an accepted send or any inbound
+// protocol message.
+func (e *election) reachedMembers() int {
+	reached := 1
+	for _, m := range e.members {
+		evidence := m.lastAck
+		if e.switches.noResponseQuorum {
+			evidence = m.lastHeard
+			if m.lastSentOK.After(evidence) {
+				evidence = m.lastSentOK
+			}
+		}
+		if evidence.IsZero() == false && e.now.Sub(evidence) < e.cfg.electionTimeoutMin {
+			reached++
+		}
+	}
+	return reached
+}
+
+// sendHeartbeats goes to members that have answered (their PID is known);
+// a declared peer that never replied is probed by name instead, now and then.
+func (e *election) sendHeartbeats() {
+	hb := msgHeartbeat{ClusterID: e.cfg.clusterID, Term: e.term, Leader: e.self}
+	for _, m := range e.sortedMembers() {
+		switch {
+		case m.pid != (gen.PID{}):
+			e.send(m, hb)
+		case e.now.Before(m.nextProbe) == false:
+			e.probe(m)
+		}
+	}
+	e.lastHeartbeatOut = e.now
+	e.armTimer(timerHeartbeat, e.cfg.heartbeatInterval)
+}
+
+// stepDown relinquishes leadership without being told to.
+func (e *election) stepDown(why string) {
+	if e.role != roleLeader {
+		return
+	}
+	e.logf(levelWarning, "stepping down at term %d: %s", e.term, why)
+	e.becomeFollower()
+}
+
+// leaderLost reacts to a down for the leader's PID. The framework reports a
+// lost connection within a millisecond, so instead of sitting out a full
+// election timeout the follower pre-votes after a short staggered delay. The
+// pre-vote only succeeds if a quorum lost the leader too, so one follower
+// whose own link flapped cannot disrupt a healthy leader.
+func (e *election) leaderLost(pid gen.PID) {
+	e.leader = gen.PID{}
+	e.lostLeader = pid
+	if e.role != roleFollower || e.switches.noFastFailover {
+		return
+	}
+	e.armTimer(timerFast, e.fastFailoverDelay())
+}
+
+// fastFailoverDelay staggers the survivors' pre-votes by their rank among the
+// reachable members, ordered by node name, so that one candidate usually
+// starts clearly first: a split vote here would push failover back to a full
+// election timeout. The step is ElectionTimeoutMin/30 (5 ms at the defaults,
+// at least 1 ms): several pre-vote and vote round trips on a local network,
+// so the next-ranked node sees the first one's vote request before its own
+// timer fires. Half a step of base delay lets every survivor process its own
+// down first (they arrive within a millisecond of each other), and a random
+// half step of jitter separates nodes whose views disagree on the ranking.
+func (e *election) fastFailoverDelay() time.Duration {
+	step := max(e.cfg.electionTimeoutMin/30, time.Millisecond)
+	rank := 0
+	for _, m := range e.members {
+		if m.pid != (gen.PID{}) && m.node < e.self.Node {
+			rank++
+		}
+	}
+	return step/2 + time.Duration(rank)*step + time.Duration(e.rng.Int64N(int64(step/2)+1))
+}
+
+// handover steps down on purpose and, when a reachable, up-to-date follower
+// exists, tells it to campaign at once. The leader stands down before the
+// follower's election starts, and that election is for a higher term, so two
+// nodes never lead the same term. It returns the chosen successor's node.
+func (e *election) handover(now time.Time, why string) gen.Atom {
+	e.now = now
+	if e.role != roleLeader {
+		return ""
+	}
+	var target *member
+	for _, m := range e.sortedMembers() {
+		if m.pid == (gen.PID{}) || m.ackTerm != e.term || e.now.Sub(m.lastHeard) >= e.cfg.electionTimeoutMin {
+			continue
+		}
+		if target == nil || m.lastHeard.After(target.lastHeard) {
+			target = m
+		}
+	}
+	e.stepDown(why)
+	// do not campaign against the successor
+	e.notBefore = e.now.Add(e.cfg.electionTimeoutMax)
+	e.resetElectionDeadline()
+	if target == nil || e.switches.noHandover {
+		return ""
+	}
+	e.handovers++
+	e.lastHandover = fmt.Sprintf("%s at %s", target.node, e.now.UTC().Format(time.RFC3339Nano))
+	e.send(target, msgTimeoutNow{ClusterID: e.cfg.clusterID, Term: e.term})
+	return target.node
+}

@@ -1,0 +1,126 @@
+package leader
+
+import (
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// Timers of the election state. The state never holds a real timer: it
+// asks the actor to arm one (an effect) and recognises the message it
+// delivers by kind and generation.
+
+type timerKind int
+
+const (
+	timerElection  timerKind = iota // follower/candidate: campaign when it expires
+	timerHeartbeat                  // leader: check quorum, send heartbeats
+	timerFast                       // follower that saw its leader's down: pre-vote early
+	timerGhost                      // drop members unreachable for GhostTTL
+	numTimers
+)
+
+// timerRequest arms (after >= 0) or cancels (after < 0) a timer. Timers are
+// generation-stamped: a timer message whose generation is not the current one
+// was superseded and is dropped.
+type timerRequest struct {
+	kind       timerKind
+	after      time.Duration
+	generation uint64
+}
+
+// timerFired is the message a timer delivers to the actor itself.
+type timerFired struct {
+	Kind       timerKind
+	Generation uint64
+}
+
+type timerState struct {
+	armed      bool
+	generation uint64
+}
+
+// timer handles a timer message. Superseded timers are dropped and counted.
+func (e *election) timer(now time.Time, kind timerKind, generation uint64) {
+	e.now = now
+	if kind < 0 || kind >= numTimers {
+		e.drop("stale_timer")
+		return
+	}
+	t := &e.timers[kind]
+	if t.armed == false || t.generation != generation {
+		e.drop("stale_timer")
+		return
+	}
+	t.armed = false
+	switch kind {
+	case timerElection:
+		e.electionTimeout()
+	case timerHeartbeat:
+		e.heartbeatTick()
+	case timerFast:
+		if e.role == roleFollower && e.leader == (gen.PID{}) && e.preVoting == false && e.now.Before(e.notBefore) == false {
+			e.fastRounds++
+			e.campaign()
+		}
+	case timerGhost:
+		e.sweepGhosts()
+	}
+}
+
+func (e *election) electionTimeout() {
+	if e.role != roleFollower && e.role != roleCandidate {
+		return
+	}
+	if e.now.Before(e.electionDeadline) {
+		e.armElectionTimer(e.electionDeadline)
+		return
+	}
+	if e.leader != (gen.PID{}) {
+		e.logf(levelInfo, "no heartbeat from leader %s for %s; looking for a new leader", e.leader, e.now.Sub(e.lastHeartbeatIn).Round(time.Millisecond))
+		e.leader = gen.PID{}
+	}
+	e.campaign()
+}
+
+// randomTimeout draws an election timeout from [min, max].
+func (e *election) randomTimeout() time.Duration {
+	lo, hi := e.cfg.electionTimeoutMin, e.cfg.electionTimeoutMax
+	return lo + time.Duration(e.rng.Int64N(int64(hi-lo)+1))
+}
+
+// resetElectionDeadline restarts the wait before campaigning. The timer is
+// only re-armed when it would fire too late; when it fires early, it re-arms
+// for the rest, so a follower does not create a timer per heartbeat.
+func (e *election) resetElectionDeadline() {
+	deadline := e.now.Add(e.randomTimeout())
+	if deadline.Before(e.notBefore) {
+		deadline = e.notBefore
+	}
+	e.electionDeadline = deadline
+	if e.timers[timerElection].armed == false || e.electionFireAt.After(deadline) {
+		e.armElectionTimer(deadline)
+	}
+}
+
+func (e *election) armElectionTimer(at time.Time) {
+	e.electionFireAt = at
+	e.armTimer(timerElection, max(at.Sub(e.now), 0))
+}
+
+func (e *election) armTimer(kind timerKind, after time.Duration) {
+	t := &e.timers[kind]
+	t.generation++
+	t.armed = true
+	e.out.timers = append(e.out.timers, timerRequest{kind: kind, after: after, generation: t.generation})
+}
+
+func (e *election) cancelTimer(kind timerKind) {
+	t := &e.timers[kind]
+	if t.armed == false {
+		return
+	}
+	t.armed = false
+	t.generation++
+	e.out.timers = append(e.out.timers, timerRequest{kind: kind, after: -1, generation: t.generation})
+}
