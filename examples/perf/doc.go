@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -19,10 +20,24 @@ type section struct {
 	body  string
 }
 
-// summaryRow is one line of the targets table. Rows are merged by key, so a
-// partial rerun updates its own rows and keeps the others.
+// summaryRow is one line of the targets table. Its key starts with the
+// number of its section ("1. ", "5b. "): a section measured again replaces
+// all of its rows, and the rows of the other sections stay.
 type summaryRow struct {
 	key, target, result, verdict string
+}
+
+// rowPrefix is the key prefix of a section's summary rows: its title's
+// number.
+func rowPrefix(id string) string {
+	for _, d := range docOrder {
+		if d.id == id {
+			if number, _, ok := strings.Cut(d.title, " "); ok {
+				return number + " "
+			}
+		}
+	}
+	return ""
 }
 
 // docOrder is the layout of the report. Sections that this command does not
@@ -78,7 +93,13 @@ func renderDoc(existing string, measured []section, rows []summaryRow) string {
 		var content string
 		switch {
 		case d.id == "summary":
-			content = summaryBody(old["summary"], rows)
+			var prefixes []string
+			for _, m := range measured {
+				if prefix := rowPrefix(m.id); prefix != "" {
+					prefixes = append(prefixes, prefix)
+				}
+			}
+			content = summaryBody(old["summary"], rows, prefixes)
 		case now[d.id].id != "":
 			s := now[d.id]
 			content = strings.TrimSpace("## " + s.title + "\n\n" + s.body)
@@ -97,8 +118,10 @@ func renderDoc(existing string, measured []section, rows []summaryRow) string {
 
 const summaryHead = "| measurement | target | result | verdict |\n|---|---|---|---|\n"
 
-// summaryBody merges the rows measured now into the existing table.
-func summaryBody(old string, rows []summaryRow) string {
+// summaryBody merges the rows measured now into the existing table: the
+// old rows of the sections measured now (their key prefixes) go, the rest
+// stay in place, and new rows replace old ones with the same key.
+func summaryBody(old string, rows []summaryRow, measured []string) string {
 	type line struct{ key, text string }
 	var lines []line
 	for _, l := range strings.Split(old, "\n") {
@@ -109,7 +132,18 @@ func summaryBody(old string, rows []summaryRow) string {
 		if len(cells) < 3 {
 			continue
 		}
-		lines = append(lines, line{strings.TrimSpace(cells[1]), l})
+		key := strings.TrimSpace(cells[1])
+		remeasured := false
+		for _, prefix := range measured {
+			remeasured = remeasured || strings.HasPrefix(key, prefix)
+		}
+		if remeasured {
+			if i := slices.IndexFunc(rows, func(r summaryRow) bool { return r.key == key }); i >= 0 {
+				lines = append(lines, line{key, l}) // keeps its place; replaced below
+			}
+			continue
+		}
+		lines = append(lines, line{key, l})
 	}
 	for _, r := range rows {
 		text := fmt.Sprintf("| %s | %s | %s | %s |", r.key, r.target, r.result, r.verdict)

@@ -115,7 +115,8 @@ func checkSVG(doc []byte) error {
 
 // TestRerunKeepsOtherSections checks the merge that lets one section be
 // measured again alone: the new section replaces its predecessor, every
-// other section and hand-written part stays, and summary rows merge by key.
+// other section and hand-written part stays, and the section's summary rows
+// are replaced as a set (a row it no longer produces goes).
 func TestRerunKeepsOtherSections(t *testing.T) {
 	first := renderDoc("", []section{
 		{id: "header", body: "# Title"},
@@ -123,6 +124,7 @@ func TestRerunKeepsOtherSections(t *testing.T) {
 		{id: "heal", title: "4. Partition heal", body: "heal table"},
 	}, []summaryRow{
 		{key: "1. Crash failover, 5 nodes", target: "p99 < 50 ms", result: "old", verdict: "met"},
+		{key: "1. Crash failover, 7 nodes", target: "-", result: "gone", verdict: "reported"},
 		{key: "4. Heal", target: "0", result: "0", verdict: "met"},
 	})
 	edited := strings.Replace(first, "_written by hand after a full run._", "hand-written analysis", 1)
@@ -135,7 +137,7 @@ func TestRerunKeepsOtherSections(t *testing.T) {
 			t.Errorf("the rerun lost %q:\n%s", want, second)
 		}
 	}
-	if strings.Contains(second, "old crash table") || strings.Contains(second, "| old |") {
+	if strings.Contains(second, "old crash table") || strings.Contains(second, "| old |") || strings.Contains(second, "7 nodes") {
 		t.Errorf("the rerun kept the old crash figures:\n%s", second)
 	}
 }
