@@ -2,6 +2,7 @@ package leader
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -235,4 +236,52 @@ func TestSupersededTimerIsDropped(t *testing.T) {
 	h.e.armTimer(timerElection, time.Second)
 	h.e.timer(h.now, timerElection, stale)
 	assert.Equal(t, uint64(1), h.e.dropped["stale_timer"])
+}
+
+// Found on real nodes by the recorder's invariant ("BecomeLeader twice
+// without BecomeFollower between", in TestClusterGhostTTL under load) and
+// reproduced here on the election state alone, so that it fails every time.
+// A candidate whose election timer fires before its vote replies arrive
+// opens a new pre-vote round while still a candidate. The late vote replies
+// then make it leader with that round still open, and the pre-vote grants
+// that follow start an election for the next term from the leader role: the
+// actor goes leader -> candidate without HandleBecomeFollower, and
+// HandleBecomeLeader runs twice in a row.
+func TestLatePreVoteGrantsDoNotUnseatALeader(t *testing.T) {
+	const cluster = "late"
+	cfg, _, err := Options{ClusterID: cluster, ElectionTimeoutMin: 100, ElectionTimeoutMax: 200, HeartbeatInterval: 20}.resolve()
+	require.NoError(t, err)
+	self := gen.PID{Node: "self@host", ID: 1000, Creation: 1}
+	a := gen.PID{Node: "a@host", ID: 1000, Creation: 1}
+	b := gen.PID{Node: "b@host", ID: 1000, Creation: 1}
+	e := newElection(cfg, self, "leader", rand.New(rand.NewPCG(1, 2)), nil)
+	now := time.Unix(1_000_000, 0)
+	e.start(now)
+	e.join(gen.ProcessID{Name: "leader", Node: a.Node})
+	e.join(gen.ProcessID{Name: "leader", Node: b.Node})
+	timeout := func() {
+		now = now.Add(time.Second)
+		e.timer(now, timerElection, e.timers[timerElection].generation)
+		e.takeEffects()
+	}
+
+	timeout() // a follower that hears no leader pre-votes for term 1
+	e.receive(now, a, msgPreVoteReply{ClusterID: cluster, Term: 0, Granted: true})
+	require.Equal(t, roleCandidate, e.role)
+	require.EqualValues(t, 1, e.term)
+
+	timeout() // no vote reply yet: the candidate's own election times out
+	e.receive(now, a, msgVoteReply{ClusterID: cluster, Term: 1, Granted: true})
+	if e.confirming {
+		e.confirmResult(now, true, nil)
+	}
+	if e.role != roleLeader {
+		return // the late vote no longer wins: nothing left to check
+	}
+	e.published(now)
+	e.takeEffects()
+
+	e.receive(now, b, msgPreVoteReply{ClusterID: cluster, Term: 1, Granted: true})
+	require.Equal(t, roleLeader, e.role, "a late pre-vote grant must not make a leader campaign (term %d)", e.term)
+	require.EqualValues(t, 1, e.term)
 }
