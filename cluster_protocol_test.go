@@ -532,4 +532,3 @@ func TestClusterHungLeaderIsReplaced(t *testing.T) {
 	require.False(t, demoted.at.Before(blockedAt.Add(block)), "it cannot step down while hung")
 	c.waitLeader(all, clActorName, clConverge)
 }
-
