@@ -97,6 +97,7 @@ type election struct {
 
 	lastHeartbeatIn  time.Time
 	lastHeartbeatOut time.Time
+	deferredCheck    bool // the last tick was late and did not judge the quorum
 	electionDeadline time.Time
 	electionFireAt   time.Time
 	notBefore        time.Time // no campaign before this: confirm backoff, or after a handover

@@ -69,6 +69,19 @@ func (e *election) heartbeatTick() {
 	if e.role != roleLeader || e.unpublished {
 		return
 	}
+	// A tick that fires more than two intervals late means this node was
+	// starved (CPU, a GC pause): its heartbeats went out late, so the acks
+	// are late too, and judging the quorum now would depose a healthy
+	// leader for its own stall. Such a tick sends heartbeats and leaves the
+	// judgement to the next one, at most once in a row, so a cut-off leader
+	// still steps down at most one interval later.
+	late := e.lastHeartbeatOut.IsZero() == false && e.now.Sub(e.lastHeartbeatOut) > 2*e.cfg.heartbeatInterval
+	if late && e.deferredCheck == false {
+		e.deferredCheck = true
+		e.sendHeartbeats()
+		return
+	}
+	e.deferredCheck = false
 	if reached := e.reachedMembers(); reached < e.quorum() {
 		e.stepDown(fmt.Sprintf("no evidence of reaching a quorum within %s: reached %d of view %d, quorum %d", e.cfg.electionTimeoutMin, reached, e.viewSize(), e.quorum()))
 		return

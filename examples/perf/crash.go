@@ -115,10 +115,10 @@ func crashSection(p *plan, results []crashResult, lw loadWatch) section {
 	b.WriteString("\nPercentiles are nearest-rank, so with 50 runs p99 is the largest sample (the 50th of 50) rather than an extrapolation. \"One election\" counts the failovers that took a single term, that is without a split vote.\n")
 	for _, r := range results {
 		for _, f := range r.failures {
-			fmt.Fprintf(&b, "\n- %d nodes, failed: %s", r.nodes, f)
+			fmt.Fprintf(&b, "\n- %d nodes, failed: %s\n", r.nodes, f)
 		}
 	}
-	fmt.Fprintf(&b, "\n\nThe distributions are plotted in [failover.svg](failover.svg).\n\n_Measured %s with `%s`; %s._\n", stamp(), p.command, lw)
+	fmt.Fprintf(&b, "\nThe distributions are plotted in [failover.svg](failover.svg).\n\n_Measured %s with `%s`; %s._\n", stamp(), p.command, lw)
 	return section{id: "crash", title: "1. Crash failover", body: b.String()}
 }
 

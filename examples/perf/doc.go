@@ -157,6 +157,16 @@ func summaryBody(old string, rows []summaryRow, measured []string) string {
 			lines = append(lines, line{r.key, text})
 		}
 	}
+	// in section order, rows of one section in the order they were made
+	rank := func(key string) int {
+		for i, d := range docOrder {
+			if prefix := rowPrefix(d.id); prefix != "" && strings.HasPrefix(key, prefix) {
+				return i
+			}
+		}
+		return len(docOrder)
+	}
+	slices.SortStableFunc(lines, func(a, b line) int { return rank(a.key) - rank(b.key) })
 	var b strings.Builder
 	b.WriteString("## Targets\n\nEvery target of the issue, with the figure that decides it; the sections below have the distributions and how each was taken. Where a target is missed, the section says by how much, and [Analysis](#analysis) says why and what would close it.\n\n")
 	b.WriteString(summaryHead)

@@ -9,13 +9,17 @@
 // report (docs/performance.md) and an SVG of the failover distributions
 // next to it:
 //
-//	go run ./examples/perf -out docs/performance.md         # the full run, ~10 min
-//	go run ./examples/perf -long -out docs/performance.md   # plus a 10-minute steady run
+//	go run ./examples/perf -long -out docs/performance.md   # everything, ~25 min
+//	go run ./examples/perf -out docs/performance.md         # without the 10-minute run
 //	go run ./examples/perf -only crash,heal -out docs/performance.md
 //	go run ./examples/perf -quick                           # a smoke run, seconds
+//	go run ./examples/perf -only scale -cpuprofile scale.pprof
 //
 // A run with -only replaces its own sections of an existing report and
-// keeps the rest, so a noisy measurement can be taken again alone.
+// keeps the rest, including the sections written elsewhere (the
+// fast-failover comparison, a test of package leader) or by hand. Ctrl-C
+// ends a run early and writes nothing. The same measurements exist as
+// benchmarks: go test -run '^$' -bench . -benchtime 20x ./examples/perf.
 package main
 
 import (
@@ -136,18 +140,21 @@ func run(p *plan) (*report, error) {
 }
 
 func headerSection(p *plan) section {
-	mode := "full run"
-	if p.quick {
+	mode := "all sections"
+	switch {
+	case p.quick:
 		mode = "QUICK MODE: tiny run counts, the figures mean nothing"
+	case len(p.only) > 0:
+		mode = "only some sections; the others are kept from an earlier run"
 	}
 	body := fmt.Sprintf(`# Leader actor: performance
 
-Figures of the leader actor on real nodes: every node runs in one process on the framework stand-in's runtime (goroutine-per-process actors), and every pair of nodes talks over real TCP on loopback through its own proxy, which counts the bytes (examples/internal/lab). Nothing is simulated except where a section says so. The command is examples/perf; the last run wrote this header:
+Figures of the leader actor on real nodes: every node runs in one process on the framework stand-in's runtime (goroutine-per-process actors), and every pair of nodes talks over real TCP on loopback through its own proxy, which counts the bytes (examples/internal/lab). Nothing is simulated except where a section says so.
+
+The whole report is produced by `+"`go run ./examples/perf -long -out docs/performance.md`"+` (about 25 minutes; 12 without `+"`-long`"+`), except section 1b, which comes from a test of package leader, and sections 8 and Analysis, which are written by hand; each section records the command and the time that produced it, and a section can be measured again alone with `+"`-only`"+`. This header was last written by:
 
 - command: `+"`%s`"+` (%s), %s, %s
 - machine: %s
-- the machine is shared: other engineers run test suites on the same 2 cores at the same time, so every section records the load average around it. Timing figures are therefore upper bounds of what the library needs on an idle machine; counts (messages, bytes, allocations, leader changes) are not affected.
-
-Each section below says how it was measured and the command that produced it; a section can be re-measured alone with `+"`-only`"+`.`, p.command, mode, stamp(), revision(), machine())
+- the machine is shared: other engineers run test suites on the same 2 cores at the same time, so every section records the load average around it. Timing figures are upper bounds of what the library needs on an idle machine; counts (messages, bytes, allocations, leader changes) are not affected.`, p.command, mode, stamp(), revision(), machine())
 	return section{id: "header", body: body}
 }

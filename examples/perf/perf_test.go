@@ -119,13 +119,13 @@ func checkSVG(doc []byte) error {
 // are replaced as a set (a row it no longer produces goes).
 func TestRerunKeepsOtherSections(t *testing.T) {
 	first := renderDoc("", []section{
+		{id: "heal", title: "4. Partition heal", body: "heal table"},
 		{id: "header", body: "# Title"},
 		{id: "crash", title: "1. Crash failover", body: "old crash table"},
-		{id: "heal", title: "4. Partition heal", body: "heal table"},
 	}, []summaryRow{
+		{key: "4. Heal", target: "0", result: "0", verdict: "met"},
 		{key: "1. Crash failover, 5 nodes", target: "p99 < 50 ms", result: "old", verdict: "met"},
 		{key: "1. Crash failover, 7 nodes", target: "-", result: "gone", verdict: "reported"},
-		{key: "4. Heal", target: "0", result: "0", verdict: "met"},
 	})
 	edited := strings.Replace(first, "_written by hand after a full run._", "hand-written analysis", 1)
 	second := renderDoc(edited, []section{
@@ -139,5 +139,8 @@ func TestRerunKeepsOtherSections(t *testing.T) {
 	}
 	if strings.Contains(second, "old crash table") || strings.Contains(second, "| old |") || strings.Contains(second, "7 nodes") {
 		t.Errorf("the rerun kept the old crash figures:\n%s", second)
+	}
+	if strings.Index(second, "| 1. Crash") > strings.Index(second, "| 4. Heal") {
+		t.Errorf("the summary is not in section order:\n%s", second)
 	}
 }

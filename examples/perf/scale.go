@@ -94,7 +94,7 @@ func scaleRows(p *plan, results []manyResult) []summaryRow {
 		rows = append(rows, led,
 			summaryRow{key: "6. " + r.label + ", idle CPU", target: "< 25% of one core",
 				result:  cpuPct(r.idle) + " of one core, " + bytesText(r.perActor) + " live heap per member",
-				verdict: verdict(r.idle.cpuOK && r.idle.cpuShare() < cpuTarget, fmt.Sprintf("%.0f points (%.1fx the target)", 100*(r.idle.cpuShare()-cpuTarget), r.idle.cpuShare()/cpuTarget))},
+				verdict: verdict(r.idle.cpuOK && r.idle.cpuShare() < cpuTarget, fmt.Sprintf("%.1f points (%.2fx the target)", 100*(r.idle.cpuShare()-cpuTarget), r.idle.cpuShare()/cpuTarget))},
 		)
 	}
 	return rows

@@ -13,7 +13,7 @@ import (
 // machine describes where the figures were taken.
 func machine() string {
 	return fmt.Sprintf("Go %s, %s/%s, %d cores (GOMAXPROCS %d)%s",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuModel())
+		strings.TrimPrefix(runtime.Version(), "go"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuModel())
 }
 
 // cpuModel reads the processor's name where the OS tells it (Linux).
