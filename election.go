@@ -486,13 +486,12 @@ func (e *election) win() {
 	e.confirming = true
 }
 
-// send addresses a member by PID, or by name when its PID is unknown. A send
-// by name makes the framework connect synchronously, on this actor's
-// goroutine; to a host that does not answer at all that blocks until the
-// dial or handshake times out. So after a failed send by name the member is
-// not addressed by name again for a backoff that doubles up to four
-// maximum election timeouts: an unreachable member costs at most one
-// blocked dial per backoff, and a healed one is reached again soon.
+// send addresses a member by PID, or by name when its PID is unknown. The
+// actor only sends by name over an existing connection; otherwise its
+// dialer connects first (dialer.go). After a failed attempt the member is
+// not addressed by name again for one maximum election timeout, then two:
+// a gone member is not dialed on every round, and a healed one is reached
+// again within a couple of election timeouts.
 func (e *election) send(m *member, message any) {
 	to := m.address(e.selfName)
 	_, byName := to.(gen.ProcessID)

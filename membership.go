@@ -302,7 +302,7 @@ func (e *election) sendResult(node gen.Atom, err error) {
 		m.sendErr = err
 		if m.pid == (gen.PID{}) {
 			m.nameFailures++
-			m.nameBackoffUntil = e.now.Add(e.cfg.electionTimeoutMax << min(m.nameFailures-1, 2))
+			m.nameBackoffUntil = e.now.Add(e.cfg.electionTimeoutMax << min(m.nameFailures-1, 1))
 		}
 		return
 	}
