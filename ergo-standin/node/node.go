@@ -64,8 +64,7 @@ type node struct {
 	names     map[gen.Atom]*process
 	aliases   map[gen.Alias]*process
 
-	envMu sync.RWMutex
-	env   map[gen.Env]any
+	envStore
 
 	targets *targets
 	waiters *waiters
@@ -104,14 +103,11 @@ func Start(name gen.Atom, options gen.NodeOptions, framework gen.Version) (gen.N
 		processes: make(map[uint64]*process),
 		names:     make(map[gen.Atom]*process),
 		aliases:   make(map[gen.Alias]*process),
-		env:       make(map[gen.Env]any),
 		netReady:  make(chan struct{}),
 	}
 	n.core = gen.PID{Node: name, ID: corePIDID, Creation: n.creation}
 	n.nextPID.Store(firstPIDID - 1)
-	for k, v := range options.Env {
-		n.env[envKey(k)] = v
-	}
+	n.merge(options.Env)
 	level := options.Log.Level
 	if level == gen.LogLevelDefault {
 		level = gen.LogLevelInfo
@@ -162,8 +158,6 @@ func Start(name gen.Atom, options gen.NodeOptions, framework gen.Version) (gen.N
 	n.log.Trace("node started")
 	return n, nil
 }
-
-func envKey(e gen.Env) gen.Env { return gen.Env(strings.ToUpper(string(e))) }
 
 // signal wakes whoever waits for processes or goroutines to end.
 func (n *node) signal() {
@@ -242,40 +236,6 @@ func (n *node) MakeRefWithDeadline(deadline int64) (gen.Ref, error) {
 	ref := n.MakeRef()
 	ref.ID[2] = uint64(deadline)
 	return ref, nil
-}
-
-func (n *node) EnvList() map[gen.Env]any {
-	n.envMu.RLock()
-	defer n.envMu.RUnlock()
-	m := make(map[gen.Env]any, len(n.env))
-	for k, v := range n.env {
-		m[k] = v
-	}
-	return m
-}
-
-func (n *node) SetEnv(name gen.Env, value any) {
-	n.envMu.Lock()
-	defer n.envMu.Unlock()
-	if value == nil {
-		delete(n.env, envKey(name))
-		return
-	}
-	n.env[envKey(name)] = value
-}
-
-func (n *node) Env(name gen.Env) (any, bool) {
-	n.envMu.RLock()
-	defer n.envMu.RUnlock()
-	v, ok := n.env[envKey(name)]
-	return v, ok
-}
-
-func (n *node) EnvDefault(name gen.Env, def any) any {
-	if v, ok := n.Env(name); ok {
-		return v
-	}
-	return def
 }
 
 func (n *node) LoggerAdd(name string, logger gen.LoggerBehavior, filter ...gen.LogLevel) error {

@@ -36,9 +36,9 @@ type process struct {
 	keepOrder    atomic.Bool
 	important    atomic.Bool
 
-	mu          sync.RWMutex
-	name        gen.Atom
-	env         map[gen.Env]any
+	mu   sync.RWMutex
+	name gen.Atom
+	envStore
 	aliases     []gen.Alias
 	compression gen.Compression
 	propagating gen.Tracing
@@ -234,32 +234,23 @@ func (n *node) newProcess(s spawnSpec, b gen.ProcessBehavior) *process {
 		started:      time.Now(),
 		name:         s.register,
 		compression:  opts.Compression,
-		env:          make(map[gen.Env]any),
 		sampler:      gen.TracingSamplerDisable,
 	}
 	level := n.log.Level()
 	if s.app != nil && s.app.logLevel != gen.LogLevelDefault {
 		level = s.app.logLevel
 	}
-	for k, v := range n.EnvList() {
-		p.env[k] = v
-	}
+	p.merge(n.EnvList())
 	if s.app != nil {
-		for k, v := range s.app.EnvList() {
-			p.env[k] = v
-		}
+		p.merge(s.app.EnvList())
 	}
 	if s.parent != nil {
 		p.parent = s.parent.pid
 		p.leader = s.parent.leader
 		level = s.parent.log.Level()
-		for k, v := range s.parent.EnvList() {
-			p.env[k] = v
-		}
+		p.merge(s.parent.EnvList())
 	}
-	for k, v := range opts.Env {
-		p.env[envKey(k)] = v
-	}
+	p.merge(opts.Env)
 	if opts.Leader != (gen.PID{}) {
 		p.leader = opts.Leader
 	}

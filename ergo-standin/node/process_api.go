@@ -74,40 +74,6 @@ func (p *process) UnregisterName() error {
 	return err
 }
 
-func (p *process) EnvList() map[gen.Env]any {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	m := make(map[gen.Env]any, len(p.env))
-	for k, v := range p.env {
-		m[k] = v
-	}
-	return m
-}
-
-func (p *process) SetEnv(name gen.Env, value any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if value == nil {
-		delete(p.env, envKey(name))
-		return
-	}
-	p.env[envKey(name)] = value
-}
-
-func (p *process) Env(name gen.Env) (any, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	v, ok := p.env[envKey(name)]
-	return v, ok
-}
-
-func (p *process) EnvDefault(name gen.Env, def any) any {
-	if v, ok := p.Env(name); ok {
-		return v
-	}
-	return def
-}
-
 func (p *process) SendPriority() gen.MessagePriority {
 	return gen.MessagePriority(p.sendPriority.Load())
 }
