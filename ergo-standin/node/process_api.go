@@ -226,23 +226,19 @@ func (p *process) Inspect(target gen.PID, item ...string) (map[string]string, er
 // Link links a local name (Atom), PID, ProcessID or Alias: the process
 // receives an exit signal when the target goes away.
 func (p *process) Link(target any) error {
-	switch t := target.(type) {
-	case gen.Atom:
-		return p.node.addRelation(p.pid, gen.ProcessID{Name: t, Node: p.node.name}, true)
-	case gen.PID, gen.ProcessID, gen.Alias:
-		return p.node.addRelation(p.pid, t, true)
+	t, ok := p.relationTarget(target)
+	if !ok {
+		return gen.ErrUnsupported
 	}
-	return gen.ErrUnsupported
+	return p.node.addRelation(p.pid, t, true)
 }
 
 func (p *process) Unlink(target any) error {
-	switch t := target.(type) {
-	case gen.Atom:
-		return p.node.removeRelation(p.pid, gen.ProcessID{Name: t, Node: p.node.name}, true)
-	case gen.PID, gen.ProcessID, gen.Alias:
-		return p.node.removeRelation(p.pid, t, true)
+	t, ok := p.relationTarget(target)
+	if !ok {
+		return gen.ErrUnsupported
 	}
-	return gen.ErrUnsupported
+	return p.node.removeRelation(p.pid, t, true)
 }
 
 func (p *process) LinkPID(target gen.PID) error             { return p.Link(target) }
@@ -258,25 +254,33 @@ func (p *process) UnlinkNode(target gen.Atom) error {
 	return p.node.removeRelation(p.pid, target, true)
 }
 
-// Monitor monitors a local name (Atom), PID, ProcessID or Alias.
-func (p *process) Monitor(target any) error {
+// relationTarget turns what Link and Monitor accept (a local name, a PID,
+// a ProcessID or an Alias) into the target of a relation.
+func (p *process) relationTarget(target any) (any, bool) {
 	switch t := target.(type) {
 	case gen.Atom:
-		return p.node.addRelation(p.pid, gen.ProcessID{Name: t, Node: p.node.name}, false)
+		return gen.ProcessID{Name: t, Node: p.node.name}, true
 	case gen.PID, gen.ProcessID, gen.Alias:
-		return p.node.addRelation(p.pid, t, false)
+		return t, true
 	}
-	return gen.ErrUnsupported
+	return nil, false
+}
+
+// Monitor monitors a local name (Atom), PID, ProcessID or Alias.
+func (p *process) Monitor(target any) error {
+	t, ok := p.relationTarget(target)
+	if !ok {
+		return gen.ErrUnsupported
+	}
+	return p.node.addRelation(p.pid, t, false)
 }
 
 func (p *process) Demonitor(target any) error {
-	switch t := target.(type) {
-	case gen.Atom:
-		return p.node.removeRelation(p.pid, gen.ProcessID{Name: t, Node: p.node.name}, false)
-	case gen.PID, gen.ProcessID, gen.Alias:
-		return p.node.removeRelation(p.pid, t, false)
+	t, ok := p.relationTarget(target)
+	if !ok {
+		return gen.ErrUnsupported
 	}
-	return gen.ErrUnsupported
+	return p.node.removeRelation(p.pid, t, false)
 }
 
 func (p *process) MonitorPID(pid gen.PID) error               { return p.Monitor(pid) }
