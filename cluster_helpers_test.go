@@ -817,6 +817,26 @@ func (c *realCluster) steady(since time.Time, tolerance, d time.Duration, what s
 
 // disrupted fails the test with message, or abandons the attempt as
 // inconclusive when a stall of the test process explains it.
+// requireStepDown waits for the leader on node i of the cluster named
+// cluster to report HandleBecomeFollower after since, and holds it to the
+// documented bound: ElectionTimeoutMin plus one heartbeat (plus CI slack).
+// what names the situation in messages ("the deaf leader").
+func (c *realCluster) requireStepDown(tm clusterTimings, cluster string, i int, since time.Time, tolerance time.Duration, what string) {
+	c.t.Helper()
+	var stepDown cbEvent
+	waitFor(c.t, clConverge, what+" to step down", func() (bool, string) {
+		var ok bool
+		stepDown, ok = c.rec.firstAfter(cbFollower, cluster, c.name(i), since)
+		return ok, c.stateOf(i, clActorName).String()
+	})
+	latency := stepDown.at.Sub(since)
+	bound := tm.electionMin() + tm.heartbeat() + clSlack
+	c.t.Logf("%s stepped down %s after it was cut off (bound %s)", what, latency.Round(time.Millisecond), bound)
+	if latency >= bound {
+		c.disrupted(since, tolerance, fmt.Sprintf("%s stepped down %s after it was cut off, later than %s", what, latency, bound))
+	}
+}
+
 func (c *realCluster) disrupted(since time.Time, tolerance time.Duration, message string) {
 	c.t.Helper()
 	if why := c.excuse(since, tolerance); why != "" {

@@ -206,18 +206,7 @@ func TestClusterAsymmetricPartition(t *testing.T) {
 					return
 				}
 
-				var stepDown cbEvent
-				waitFor(t, clConverge, "the deaf leader to step down", func() (bool, string) {
-					var ok bool
-					stepDown, ok = c.rec.firstAfter(cbFollower, "asymmetric", c.name(leader), dropAt)
-					return ok, c.stateOf(leader, clActorName).String()
-				})
-				latency := stepDown.at.Sub(dropAt)
-				bound := tm.electionMin() + tm.heartbeat() + clSlack
-				t.Logf("the deaf leader stepped down %s after its inbound was lost (bound %s)", latency.Round(time.Millisecond), bound)
-				if latency >= bound {
-					c.disrupted(dropAt, tolerance, fmt.Sprintf("the deaf leader stepped down %s after its inbound was lost, later than %s", latency, bound))
-				}
+				c.requireStepDown(tm, "asymmetric", leader, dropAt, tolerance, "the deaf leader")
 
 				next, nextTerm := c.waitLeader(rest, clActorName, clConverge)
 				require.Greater(t, nextTerm, term)

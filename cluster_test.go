@@ -221,18 +221,7 @@ func TestClusterPartitionWalkthrough(t *testing.T) {
 		splitAt = time.Now()
 		c.partition(small, large)
 
-		var stepDown cbEvent
-		waitFor(t, clConverge, "the isolated leader to step down", func() (bool, string) {
-			var ok bool
-			stepDown, ok = c.rec.firstAfter(cbFollower, "walkthrough", c.name(a), splitAt)
-			return ok, c.stateOf(a, clActorName).String()
-		})
-		latency := stepDown.at.Sub(splitAt)
-		bound := tm.electionMin() + tm.heartbeat() + clSlack
-		t.Logf("the isolated leader stepped down %s after the split (bound %s)", latency.Round(time.Millisecond), bound)
-		if latency >= bound {
-			c.disrupted(splitAt, tolerance, fmt.Sprintf("the isolated leader stepped down %s after the split, later than %s", latency, bound))
-		}
+		c.requireStepDown(tm, "walkthrough", a, splitAt, tolerance, "the isolated leader")
 
 		newLeader, newTerm := c.waitLeader(large, clActorName, clConverge)
 		require.Greater(t, newTerm, term)
