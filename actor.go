@@ -90,8 +90,9 @@ type Actor struct {
 	cancels      [numTimers]gen.CancelFunc
 	kind         gen.ProcessKind
 
-	dialerPID gen.PID           // the helper that connects to unreachable nodes (dialer.go)
-	dialing   map[gen.Atom]bool // nodes it is connecting to now
+	dialerPID  gen.PID           // the helper that connects to unreachable nodes (dialer.go)
+	dialing    map[gen.Atom]bool // nodes it is connecting to now
+	watcherPID gen.PID           // the helper that monitors members' processes (watcher.go)
 
 	// Injected by the deterministic simulator; production uses the wall
 	// clock and a randomly seeded source.
@@ -199,7 +200,15 @@ func (a *Actor) ProcessRun() (reason error) {
 		}
 		var err error
 		if message, ok := a.pop(); ok {
-			err = a.dispatch(message)
+			// A leader whose lease ran out while it was busy or stalled
+			// stands down before it handles anything else (lease.go).
+			if a.state.role == roleLeader {
+				a.state.checkLease(a.clock())
+				err = a.flush()
+			}
+			if err == nil {
+				err = a.dispatch(message)
+			}
 			gen.ReleaseMailboxMessage(message)
 		} else if value, ok := a.mailbox.Log.Pop(); ok {
 			if entry, isLog := value.(gen.MessageLog); isLog {
@@ -218,6 +227,8 @@ func (a *Actor) ProcessRun() (reason error) {
 }
 
 func (a *Actor) pop() (*gen.MailboxMessage, bool) {
+	// Urgent holds exits, System the framework's notifications, Main the
+	// rest: the order in which the framework means them to be handled.
 	for _, queue := range []lib.QueueMPSC{a.mailbox.Urgent, a.mailbox.System, a.mailbox.Main} {
 		for {
 			value, ok := queue.Pop()
@@ -291,8 +302,19 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		}
 		a.state.timer(now, m.Kind, m.Generation)
 		return nil
+	case peerDown, watchFailed, forgedDown:
+		if from != a.watcherPID || from == (gen.PID{}) {
+			a.state.drop("foreign_down")
+			return nil
+		}
+		a.watched(now, m)
+		return nil
 	case gen.MessageDownPID:
-		if a.state.down(now, m.PID, m.Reason) {
+		// The actor monitors nothing itself (the watcher does), so a down
+		// for a member's process here was not sent by the framework for
+		// the election: counted and dropped, it cannot shrink the view.
+		if a.state.isMemberPID(m.PID) {
+			a.state.drop("foreign_down")
 			return nil
 		}
 	default:
@@ -420,19 +442,38 @@ func (a *Actor) perform(out effects) {
 		}
 		a.cancels[t.kind] = cancel
 	}
-	for _, pid := range out.demonitor {
-		a.Demonitor(pid)
-	}
 	for _, pid := range out.monitor {
-		if err := a.Monitor(pid); err != nil {
-			// A peer we cannot monitor is treated as one whose connection
-			// dropped, unless the framework says the process is gone.
-			reason := gen.ErrNoConnection
-			if errors.Is(err, gen.ErrProcessUnknown) {
-				reason = err
-			}
-			a.state.down(a.clock(), pid, reason)
+		a.watch(pid)
+	}
+}
+
+// watch asks the watcher to monitor pid, starting it on first use.
+func (a *Actor) watch(pid gen.PID) {
+	if a.watcherPID == (gen.PID{}) {
+		watcher, err := a.Spawn(factoryWatcher, gen.ProcessOptions{LinkParent: true})
+		if err != nil {
+			a.Log().Error("leader %q: cannot start the watcher process (%s): peers' downs will not be seen, so failover waits for the election timeout and terminated peers leave only through GhostTTL or Leave", a.state.cfg.clusterID, err)
+			return
 		}
+		a.watcherPID = watcher
+	}
+	if err := a.Send(a.watcherPID, watchRequest{PID: pid}); err != nil {
+		a.Log().Error("leader %q: cannot reach the watcher process (%s); %s is not monitored", a.state.cfg.clusterID, err, pid)
+	}
+}
+
+// watched applies what the watcher reports.
+func (a *Actor) watched(now time.Time, report any) {
+	switch r := report.(type) {
+	case peerDown:
+		if a.state.down(now, r.PID, r.Reason) == false {
+			a.state.drop("stale_down")
+		}
+	case watchFailed:
+		a.state.monitorFailed(now, r.PID, r.Err)
+	case forgedDown:
+		a.state.drop("forged_down")
+		a.Log().Warning("leader %q: dropped a down notification sent by %s, which is not how the framework reports a termination; nothing changed", a.state.cfg.clusterID, r.From)
 	}
 }
 

@@ -2,13 +2,37 @@ package leader
 
 import (
 	"slices"
+	"time"
 
 	"ergo.services/ergo/gen"
 )
 
-// IsLeader reports whether this node holds leadership now.
+// IsLeader reports whether this node holds leadership now: it won the
+// election and its lease has not run out. It turns false the instant the
+// lease expires, even before the actor has stood down, so guard every
+// leader-only action with it; a step that takes long should check
+// LeaseExpiry before it starts and again before it commits.
 func (a *Actor) IsLeader() bool {
-	return a.state != nil && a.state.role == roleLeader
+	return a.state != nil && a.state.leading(a.clock())
+}
+
+// LeaseExpiry returns the instant until which this node's leadership is
+// exclusive, on the clock of time.Now (monotonic): no other node of the view
+// can lead before it, under the documented assumptions (clock rates within
+// 2.5% of real time; both ends of a lost connection notice it within
+// ElectionTimeoutMin/60). The leader renews it with every heartbeat round
+// a quorum acknowledges; it is the zero time when this node does not lead.
+// A long step can compare time.Until(a.LeaseExpiry()) with its own
+// duration before it starts. A connection loss that leaves this node
+// without a quorum ends the lease early, when the actor processes it.
+func (a *Actor) LeaseExpiry() time.Time {
+	if a.state == nil || a.state.leading(a.clock()) == false {
+		return time.Time{}
+	}
+	if a.state.quorum() <= 1 || a.state.switches.noResponseQuorum {
+		return a.clock().Add(a.state.leaseDuration())
+	}
+	return a.state.leaseUntil
 }
 
 // Leader returns the PID of the leader this node recognises: its own PID

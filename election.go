@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -29,11 +30,20 @@ func (r role) String() string {
 	return "unclustered"
 }
 
-// maxTerm bounds the terms a peer may make us adopt. Terms grow by one per
-// election, so no real cluster gets near 2^48 (one election every
-// millisecond for nine thousand years); a bigger term is garbage or an
-// attack, and adopting it could wedge the term counter at its maximum.
-const maxTerm = 1 << 48
+// maxTermAhead bounds how far one message may push this node's term. Terms
+// grow by one per election, so a genuine peer is never billions of terms
+// ahead; a message that is is garbage or an attack, and adopting it would
+// bring the term counter closer to its end. The bound is relative, not a cap:
+// a cap would let one message at the cap wedge the cluster (nobody could
+// campaign for cap+1), whereas any term a node holds can always be followed
+// by term+1. Reaching the end of uint64 takes 2^32 accepted messages, each
+// at the bound.
+const maxTermAhead = 1 << 32
+
+// termTooFar reports whether term is beyond what a peer may push us to.
+func (e *election) termTooFar(term uint64) bool {
+	return term > e.term && term-e.term > maxTermAhead
+}
 
 // protocolSwitches turn off the mechanisms we add beyond the documented
 // protocol. They exist for tests, which show each mechanism's effect by
@@ -50,16 +60,15 @@ type protocolSwitches struct {
 // state never performs I/O itself; that is what lets the simulator run the
 // same rules under virtual time.
 type effects struct {
-	sends     []outbound
-	timers    []timerRequest
-	monitor   []gen.PID
-	demonitor []gen.PID
-	joined    []gen.PID
-	left      []gen.PID
+	sends   []outbound
+	timers  []timerRequest
+	monitor []gen.PID
+	joined  []gen.PID
+	left    []gen.PID
 }
 
 func (o *effects) empty() bool {
-	return len(o.sends)+len(o.timers)+len(o.monitor)+len(o.demonitor)+len(o.joined)+len(o.left) == 0
+	return len(o.sends)+len(o.timers)+len(o.monitor)+len(o.joined)+len(o.left) == 0
 }
 
 // outbound is one message to send; node names the member it is for, so the
@@ -87,9 +96,11 @@ type election struct {
 	votedFor      gen.PID
 	leader        gen.PID
 	termChangedAt time.Time
+	startedAt     time.Time // when this actor started: see quietPeriod
 
 	votes       map[gen.Atom]bool // grants in the current election, self included
 	voteReplies int               // replies received in the current election
+	roundCloses time.Time         // vote replies processed after this are not counted
 	preVoting   bool
 	preVotes    map[gen.Atom]bool
 	confirming  bool // won; HandleConfirmLeader pending
@@ -97,12 +108,19 @@ type election struct {
 
 	lastHeartbeatIn  time.Time
 	lastHeartbeatOut time.Time
-	deferredCheck    bool // the last tick was late and did not judge the quorum
 	electionDeadline time.Time
 	electionFireAt   time.Time
 	notBefore        time.Time // no campaign before this: confirm backoff, or after a handover
 	lostLeader       gen.PID   // the leader whose down this node observed
 	timers           [numTimers]timerState
+
+	// the lease (lease.go)
+	promisedTo    gen.PID      // voter: the leader or candidate it promised its support
+	promisedUntil time.Time    // voter: no grants to anyone else before this
+	round         uint64       // leader: current heartbeat round of the term (1 = the vote requests)
+	roundSent     []roundStamp // leader: send times of the recent rounds
+	leaseUntil    time.Time    // leader: leadership is exclusive until this instant
+	holdUntil     time.Time    // leader: stand down at this instant unless renewed
 
 	denials       int
 	confirmDenied uint64
@@ -138,6 +156,7 @@ func newElection(cfg config, self gen.PID, name gen.Atom, rng *rand.Rand, log ge
 // start declares the bootstrap peers and arms the first election timer.
 func (e *election) start(now time.Time) {
 	e.now = now
+	e.startedAt = now
 	e.role = roleUnclustered
 	for _, peer := range e.cfg.bootstrap {
 		e.join(peer)
@@ -187,7 +206,7 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 		// this node would be counted as this node.
 		e.drop("same_node")
 		return true
-	case h.term > maxTerm:
+	case e.termTooFar(h.term):
 		e.drop("absurd_term")
 		return true
 	case e.isWithdrawn(from.Node):
@@ -203,8 +222,16 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 		return true
 	}
 
+	if e.staleIncarnation(from) {
+		e.drop("stale_incarnation")
+		return true
+	}
+
 	m := e.heard(from, nameOf(message))
 	if h.term > e.term {
+		if e.refusesHigherTerm(from, message) {
+			return true
+		}
 		e.adoptTerm(h.term)
 	}
 	switch msg := message.(type) {
@@ -227,11 +254,34 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 			m.ackTerm = h.term
 			if e.role == roleLeader {
 				m.lastAck = e.now
+				e.acknowledged(m, msg.Round)
 			}
 		}
 	case msgTimeoutNow:
 		e.handleTimeoutNow(m, msg)
 	}
+	return true
+}
+
+// refusesHigherTerm drops a pre-vote or vote request of a higher term that
+// this node may not grant because it still supports a leader: adopting the
+// term would depose that leader for a candidate that cannot win anyway
+// (the leader's lease rests on this refusal; see lease.go).
+func (e *election) refusesHigherTerm(from gen.PID, message any) bool {
+	handover := false
+	switch msg := message.(type) {
+	case msgVote:
+		handover = msg.Handover
+	case msgPreVote:
+	default:
+		return false
+	}
+	why, _ := e.grantRefusal(handover, from)
+	if why == "" || why == "quiet_period" {
+		// a fresh node adopts the term; it only may not grant
+		return false
+	}
+	e.drop(why)
 	return true
 }
 
@@ -268,6 +318,7 @@ func (e *election) adoptTerm(term uint64) {
 	e.votes, e.voteReplies = nil, 0
 	e.preVoting, e.confirming = false, false
 	e.leader = gen.PID{}
+	e.newTermRounds()
 	if e.role == roleLeader || e.role == roleCandidate {
 		e.becomeFollower()
 	}
@@ -282,33 +333,53 @@ func (e *election) becomeFollower() {
 	e.role = roleFollower
 	e.leader = gen.PID{}
 	e.unpublished, e.confirming = false, false
+	e.leaseUntil = time.Time{}
 	e.cancelTimer(timerHeartbeat)
+	e.cancelTimer(timerLease)
 	e.resetElectionDeadline()
+}
+
+// newTermRounds forgets the heartbeat rounds and acknowledgements of the
+// previous term: they are no evidence for this one.
+func (e *election) newTermRounds() {
+	e.round, e.roundSent, e.leaseUntil, e.holdUntil = 0, nil, time.Time{}, time.Time{}
+	for _, m := range e.members {
+		m.ackRound = 0
+	}
+}
+
+// granted counts the grants in set that come from this node or from a
+// current member: a grant from a node that left the view since it voted
+// belongs to a view that no longer exists, and counting it against the
+// smaller view's quorum could elect a second leader of the term.
+func (e *election) granted(set map[gen.Atom]bool) int {
+	n := 0
+	for node := range set {
+		if _, member := e.members[node]; member || node == e.self.Node {
+			n++
+		}
+	}
+	return n
 }
 
 func (e *election) handlePreVote(m *member, req msgPreVote) {
 	reply := msgPreVoteReply{ClusterID: e.cfg.clusterID, Term: e.term}
+	why, supported := e.grantRefusal(false, m.pid)
 	switch {
 	case req.Term < e.term:
 		e.drop("stale_term")
-	case e.role == roleLeader:
-		// a live leader never agrees that someone else could win
-		reply.Leader = e.self
-	case e.leaderAlive():
-		// the lease: this node still hears a leader
-		reply.Leader = e.leader
+	case why != "":
+		// a live leader never agrees that someone else could win, a node
+		// that promised its support keeps the promise, and a fresh node
+		// may have promised in its previous life (lease.go)
+		e.drop(why)
+		reply.Leader = supported
 	case req.ViewSize < e.cfg.minClusterSize:
 		// the candidate could not be eligible under the floor
 	default:
 		reply.Granted = true
 	}
 	e.reply(m, reply)
-}
-
-// leaderAlive reports whether this node heard its leader within the minimum
-// election timeout. A leader whose down this node saw is not alive.
-func (e *election) leaderAlive() bool {
-	return e.leader != (gen.PID{}) && e.now.Sub(e.lastHeartbeatIn) < e.cfg.electionTimeoutMin
 }
 
 func (e *election) handlePreVoteReply(m *member, reply msgPreVoteReply) {
@@ -324,7 +395,7 @@ func (e *election) handlePreVoteReply(m *member, reply msgPreVoteReply) {
 		return
 	}
 	e.preVotes[m.node] = true
-	if len(e.preVotes) >= e.quorum() {
+	if e.granted(e.preVotes) >= e.quorum() {
 		e.startElection("pre-vote won")
 	}
 }
@@ -350,13 +421,18 @@ func (e *election) handleVote(m *member, req msgVote) {
 		e.reply(m, msgVoteReply{ClusterID: e.cfg.clusterID, Term: e.term})
 		return
 	}
+	why, _ := e.grantRefusal(req.Handover, m.pid)
 	free := e.votedFor == (gen.PID{}) || e.votedFor == m.pid
-	granted := free && e.role != roleLeader && req.ViewSize >= e.cfg.minClusterSize
+	granted := why == "" && free && e.role != roleLeader && req.ViewSize >= e.cfg.minClusterSize
+	if why != "" {
+		e.drop(why)
+	}
 	if e.switches.doubleVote {
 		granted = true
 	}
 	if granted {
 		e.votedFor = m.pid
+		e.promise(m.pid)
 		e.resetElectionDeadline()
 	}
 	e.reply(m, msgVoteReply{ClusterID: e.cfg.clusterID, Term: e.term, Granted: granted})
@@ -366,8 +442,14 @@ func (e *election) handleVoteReply(m *member, reply msgVoteReply) {
 	if e.staleReply(header{term: reply.Term}) {
 		return
 	}
-	if e.role != roleCandidate || e.confirming || reply.Term != e.term {
+	if e.role != roleCandidate || e.confirming || reply.Term != e.term || e.votes == nil {
 		e.drop("unexpected_reply")
+		return
+	}
+	if e.now.Before(e.roundCloses) == false {
+		// The round is over: a grant counted now could be one a restarted
+		// voter gave a second time (quietPeriod bounds rounds by this).
+		e.drop("late_grant")
 		return
 	}
 	e.voteReplies++
@@ -377,13 +459,14 @@ func (e *election) handleVoteReply(m *member, reply msgVoteReply) {
 	e.votes[m.node] = true
 	m.lastAck = e.now
 	m.ackTerm = e.term
-	if len(e.votes) >= e.quorum() {
+	e.acknowledged(m, 1)
+	if e.granted(e.votes) >= e.quorum() {
 		e.win()
 	}
 }
 
 func (e *election) handleHeartbeat(m *member, hb msgHeartbeat) {
-	ack := msgHeartbeatAck{ClusterID: e.cfg.clusterID, Term: e.term}
+	ack := msgHeartbeatAck{ClusterID: e.cfg.clusterID, Term: e.term, Round: hb.Round}
 	if hb.Term < e.term {
 		// answered, so that the stale leader learns the real term and stands down
 		e.drop("stale_term")
@@ -397,7 +480,10 @@ func (e *election) handleHeartbeat(m *member, hb msgHeartbeat) {
 		e.logf(levelError, "heartbeat from %s claims term %d, which this node leads; ignored", m.pid, hb.Term)
 		return
 	case roleUnclustered:
-		// below the floor this node may not have a leader, but it is reachable
+		// Below the floor this node may not have a leader, but it is
+		// reachable; the ack counts toward the leader's lease, so it comes
+		// with the same promise as a follower's.
+		e.promise(m.pid)
 		e.reply(m, ack)
 		return
 	case roleCandidate:
@@ -411,6 +497,7 @@ func (e *election) handleHeartbeat(m *member, hb msgHeartbeat) {
 	e.leader = m.pid
 	e.lostLeader = gen.PID{}
 	e.lastHeartbeatIn = e.now
+	e.promise(m.pid)
 	e.preVoting = false
 	e.cancelTimer(timerFast)
 	e.resetElectionDeadline()
@@ -424,6 +511,7 @@ func (e *election) handleTimeoutNow(m *member, msg msgTimeoutNow) {
 		return
 	}
 	e.logf(levelInfo, "leader %s handed leadership over at term %d; campaigning now", m.pid, e.term)
+	e.releasePromise(m.pid)
 	e.startElection("handover")
 }
 
@@ -432,7 +520,7 @@ func (e *election) handleTimeoutNow(m *member, msg msgTimeoutNow) {
 // minority side of a partition, never inflates the term and never deposes a
 // healthy leader when the partition heals.
 func (e *election) campaign() {
-	if e.role == roleLeader || e.role == roleUnclustered {
+	if e.role == roleLeader || e.role == roleUnclustered || e.waitQuietPeriod() {
 		return
 	}
 	if e.switches.noPreVote {
@@ -443,7 +531,7 @@ func (e *election) campaign() {
 	e.preVotes = map[gen.Atom]bool{e.self.Node: true}
 	e.preVoteRounds++
 	e.resetElectionDeadline()
-	if len(e.preVotes) >= e.quorum() {
+	if e.granted(e.preVotes) >= e.quorum() {
 		e.startElection("pre-vote won")
 		return
 	}
@@ -456,7 +544,11 @@ func (e *election) campaign() {
 // startElection increments the term, votes for itself and asks everyone
 // declared for a vote.
 func (e *election) startElection(why string) {
-	if e.role == roleLeader || e.role == roleUnclustered {
+	if e.role == roleLeader || e.role == roleUnclustered || e.waitQuietPeriod() {
+		return
+	}
+	if e.term == math.MaxUint64 {
+		e.logf(levelError, "cannot campaign: the term counter is at its end (%d)", e.term)
 		return
 	}
 	e.preVoting = false
@@ -465,19 +557,40 @@ func (e *election) startElection(why string) {
 	e.votedFor = e.self
 	e.votes = map[gen.Atom]bool{e.self.Node: true}
 	e.voteReplies = 0
+	// A round is counted for ElectionTimeoutMin: replies take a round trip,
+	// and a bound on every round is what makes quietPeriod enough.
+	e.roundCloses = e.now.Add(e.cfg.electionTimeoutMin)
 	e.role = roleCandidate
 	e.leader = gen.PID{}
+	e.newTermRounds()
+	e.openRound(1) // the vote requests: grants start the lease (lease.go)
 	e.cancelTimer(timerFast)
 	e.logf(levelDebug, "campaigning for term %d (%s); view %d, quorum %d", e.term, why, e.viewSize(), e.quorum())
 	e.resetElectionDeadline()
-	if len(e.votes) >= e.quorum() {
+	if e.granted(e.votes) >= e.quorum() {
+		e.renewLease()
 		e.win()
 		return
 	}
-	req := msgVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize()}
+	req := msgVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Handover: why == "handover"}
 	for _, m := range e.sortedMembers() {
 		e.send(m, req)
 	}
+}
+
+// waitQuietPeriod postpones a campaign of a freshly started actor to the
+// end of its quiet period: its own vote is a grant like any other, and its
+// previous incarnation may have given it to someone else in that term.
+func (e *election) waitQuietPeriod() bool {
+	if e.inQuietPeriod() == false {
+		return false
+	}
+	// jittered like any election timeout, so that nodes started together
+	// do not all campaign the instant their quiet periods end
+	spread := e.cfg.electionTimeoutMax - e.cfg.electionTimeoutMin
+	e.electionDeadline = e.startedAt.Add(e.quietPeriod() + time.Duration(e.rng.Int64N(int64(spread)+1)))
+	e.armElectionTimer(e.electionDeadline)
+	return true
 }
 
 // win records a won election. Leadership is not published until the actor

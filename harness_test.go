@@ -44,9 +44,15 @@ func newStateHarness(t *testing.T, options Options, peers ...string) *stateHarne
 	h := &stateHarness{t: t, now: t0}
 	h.e = newElection(cfg, pid("a"), "leader", rand.New(rand.NewPCG(1, 2)), nil)
 	h.e.start(h.now)
+	// an actor that has been up for long: past its quiet period (lease.go);
+	// freshStart tests the quiet period itself
+	h.e.startedAt = t0.Add(-time.Hour)
 	h.e.takeEffects()
 	return h
 }
+
+// freshStart makes the harness's actor one that started just now.
+func (h *stateHarness) freshStart() { h.e.startedAt = h.now }
 
 func (h *stateHarness) advance(d time.Duration) { h.now = h.now.Add(d) }
 

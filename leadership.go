@@ -23,6 +23,7 @@ func (e *election) confirmResult(now time.Time, allowed bool, err error) {
 	if allowed && err == nil {
 		e.role = roleLeader
 		e.leader = e.self
+		e.renewLease()
 		// a pre-vote round the candidate opened while its vote replies were
 		// still in flight is over: late grants must not start an election
 		e.preVoting = false
@@ -65,38 +66,35 @@ func (e *election) rollback(now time.Time) {
 	}
 }
 
+// heartbeatTick sends the next heartbeat round. Whether this node may go on
+// leading is the lease's business (lease.go), which a late tick cannot
+// extend: a tick only ever opens a new round, and only a quorum's acks of
+// that round renew the lease.
 func (e *election) heartbeatTick() {
 	if e.role != roleLeader || e.unpublished {
 		return
 	}
-	// A tick that fires more than two intervals late means this node was
-	// starved (CPU, a GC pause): its heartbeats went out late, so the acks
-	// are late too, and judging the quorum now would depose a healthy
-	// leader for its own stall. Such a tick sends heartbeats and leaves the
-	// judgement to the next one, at most once in a row, so a cut-off leader
-	// still steps down at most one interval later.
-	late := e.lastHeartbeatOut.IsZero() == false && e.now.Sub(e.lastHeartbeatOut) > 2*e.cfg.heartbeatInterval
-	if late && e.deferredCheck == false {
-		e.deferredCheck = true
-		e.sendHeartbeats()
-		return
+	if e.switches.noResponseQuorum {
+		// the documented reference rule: check-quorum on any contact
+		if reached := e.reachedMembers(); reached < e.quorum() {
+			e.stepDown(fmt.Sprintf("no evidence of reaching a quorum within %s: reached %d of view %d, quorum %d", e.cfg.electionTimeoutMin, reached, e.viewSize(), e.quorum()))
+			return
+		}
 	}
-	e.deferredCheck = false
-	if reached := e.reachedMembers(); reached < e.quorum() {
-		e.stepDown(fmt.Sprintf("no evidence of reaching a quorum within %s: reached %d of view %d, quorum %d", e.cfg.electionTimeoutMin, reached, e.viewSize(), e.quorum()))
+	e.checkLease(e.now)
+	if e.role != roleLeader {
 		return
 	}
 	e.sendHeartbeats()
 }
 
 // reachedMembers counts this node plus the members it has evidence of
-// reaching within the minimum election timeout. The evidence is the
-// member's acknowledgement of this leadership: a heartbeat ack or a vote
-// granted for this term. An accepted send proves nothing about the way back
-// (a half-open link), and a member that sends anything else (a pre-vote,
-// say) is evidently not hearing us. With response quorum off, the
-// documented reference rule applies: an accepted send or any inbound
-// protocol message.
+// reaching within the minimum election timeout, by the documented reference
+// rule (used only with response quorum off, a test switch): an accepted
+// send or any inbound protocol message. By default the lease decides
+// instead, from acknowledgements of numbered rounds only: an accepted send
+// proves nothing about the way back (a half-open link), and a member that
+// sends anything else (a pre-vote, say) is evidently not hearing us.
 func (e *election) reachedMembers() int {
 	reached := 1
 	for _, m := range e.members {
@@ -117,7 +115,8 @@ func (e *election) reachedMembers() int {
 // sendHeartbeats goes to members that have answered (their PID is known);
 // a declared peer that never replied is probed by name instead, now and then.
 func (e *election) sendHeartbeats() {
-	hb := msgHeartbeat{ClusterID: e.cfg.clusterID, Term: e.term, Leader: e.self}
+	e.openRound(e.round + 1)
+	hb := msgHeartbeat{ClusterID: e.cfg.clusterID, Term: e.term, Leader: e.self, Round: e.round}
 	for _, m := range e.sortedMembers() {
 		switch {
 		case m.pid != (gen.PID{}):
@@ -147,6 +146,7 @@ func (e *election) stepDown(why string) {
 func (e *election) leaderLost(pid gen.PID) {
 	e.leader = gen.PID{}
 	e.lostLeader = pid
+	e.releasePromise(pid)
 	if e.role != roleFollower || e.switches.noFastFailover {
 		return
 	}

@@ -27,6 +27,7 @@ type member struct {
 	nameFailures     int       // consecutive failed sends by name
 	nameBackoffUntil time.Time // no send by name before this (see election.send)
 	ackTerm          uint64    // term of its last heartbeat ack: up to date for a handover
+	ackRound         uint64    // newest round of this leader's term it acknowledged (lease.go)
 }
 
 // address returns how to reach the member: its PID when known, its name
@@ -129,9 +130,9 @@ func (e *election) isDead(pid gen.PID) bool {
 // depends on its size.
 func (e *election) remove(m *member, why string) {
 	delete(e.members, m.node)
-	if m.pid != (gen.PID{}) {
-		e.out.demonitor = append(e.out.demonitor, m.pid)
-	}
+	// its grants belong to a view that no longer exists
+	delete(e.votes, m.node)
+	delete(e.preVotes, m.node)
 	if m.knownPID != (gen.PID{}) {
 		e.out.left = append(e.out.left, m.knownPID)
 	} else {
@@ -142,6 +143,8 @@ func (e *election) remove(m *member, why string) {
 		e.leader = gen.PID{}
 	}
 	e.viewChanged()
+	e.renewLease()
+	e.checkLease(e.now)
 }
 
 // heard registers a valid protocol message from pid: the sender becomes a
@@ -157,10 +160,11 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 		m.name = name
 	}
 	if m.pid != from {
-		if m.pid != (gen.PID{}) {
-			e.out.demonitor = append(e.out.demonitor, m.pid)
-		}
+		// The predecessor's monitor is not removed: a remote Demonitor is a
+		// request that can block for seconds, and the old process's down,
+		// when it comes, no longer matches the member and is dropped.
 		m.pid = from
+		m.ackRound = 0
 		e.out.monitor = append(e.out.monitor, from)
 		if m.knownPID != from {
 			// a new member, or a restarted process: news for the behavior;
@@ -175,8 +179,62 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 	if known == false {
 		e.logf(levelInfo, "peer %s joined the view through the protocol; view %d, quorum %d", from.Node, e.viewSize(), e.quorum())
 		e.viewChanged()
+		e.renewLease()
 	}
 	return m
+}
+
+// isMemberPID reports whether pid is, or was, a member's process.
+func (e *election) isMemberPID(pid gen.PID) bool {
+	m, ok := e.members[pid.Node]
+	return ok && (m.pid == pid || m.knownPID == pid)
+}
+
+// staleIncarnation reports whether from is an earlier incarnation of a
+// member whose current process is known: its messages were queued before
+// its successor started (after a stall, say), and accepting one would make
+// this node monitor a process that no longer exists. A PID of an earlier
+// node start (lower Creation) is earlier; within one node start, process
+// IDs only grow. While no live PID is known, nothing is stale: a node
+// restarted within the same second reuses its Creation and may hand out
+// lower IDs, and must be accepted once its predecessor's connection is gone.
+func (e *election) staleIncarnation(from gen.PID) bool {
+	m, ok := e.members[from.Node]
+	if ok == false || m.pid == (gen.PID{}) || m.pid == from {
+		return false
+	}
+	if from.Creation != m.pid.Creation {
+		return from.Creation < m.pid.Creation
+	}
+	return from.ID < m.pid.ID
+}
+
+// monitorFailed handles the framework's refusal to monitor pid. When the
+// process is gone (an earlier incarnation, or it terminated before the
+// monitor reached it), pid is marked dead so its late messages are ignored;
+// the member stays, unreachable under GhostTTL, because the refusal says
+// nothing about the member's current process: a stale message must never
+// remove a live member. Any other failure is a connection problem.
+func (e *election) monitorFailed(now time.Time, pid gen.PID, err error) {
+	e.now = now
+	if errors.Is(err, gen.ErrProcessUnknown) || errors.Is(err, gen.ErrProcessIncarnation) || errors.Is(err, gen.ErrProcessTerminated) {
+		e.markDead(pid)
+	}
+	m, ok := e.members[pid.Node]
+	if ok == false || m.pid != pid {
+		return
+	}
+	e.down(now, pid, gen.ErrNoConnection)
+}
+
+// markDead remembers that pid terminated, for GhostTTL.
+func (e *election) markDead(pid gen.PID) {
+	for old, at := range e.dead {
+		if e.now.Sub(at) >= e.cfg.ghostTTL {
+			delete(e.dead, old)
+		}
+	}
+	e.dead[pid] = e.now
 }
 
 // down handles a monitor's down for pid. It reports false when pid is not a
@@ -200,16 +258,15 @@ func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 		}
 		e.logf(levelInfo, "lost the connection to peer %s; it stays in the view for GhostTTL (%s) unless it comes back", pid.Node, e.cfg.ghostTTL)
 		e.armGhostTimer()
+		// A leader whose remaining connections cannot form a quorum ends its
+		// lease now: the other end saw the same loss and may fail over fast.
+		e.renewLease()
+		e.checkLease(e.now)
 	} else {
 		e.remove(m, "its process terminated: "+reasonText(reason))
 		// A down travels ahead of the dead process's last messages (downs
 		// are high priority); those must not re-admit it.
-		for old, at := range e.dead {
-			if e.now.Sub(at) >= e.cfg.ghostTTL {
-				delete(e.dead, old)
-			}
-		}
-		e.dead[pid] = e.now
+		e.markDead(pid)
 	}
 	if wasLeader {
 		e.leaderLost(pid)

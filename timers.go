@@ -17,6 +17,7 @@ const (
 	timerHeartbeat                  // leader: check quorum, send heartbeats
 	timerFast                       // follower that saw its leader's down: pre-vote early
 	timerGhost                      // drop members unreachable for GhostTTL
+	timerLease                      // leader: the lease runs out (lease.go)
 	numTimers
 )
 
@@ -65,6 +66,8 @@ func (e *election) timer(now time.Time, kind timerKind, generation uint64) {
 		}
 	case timerGhost:
 		e.sweepGhosts()
+	case timerLease:
+		e.checkLease(now)
 	}
 }
 
@@ -75,6 +78,10 @@ func (e *election) electionTimeout() {
 	if e.now.Before(e.electionDeadline) {
 		e.armElectionTimer(e.electionDeadline)
 		return
+	}
+	if e.role == roleCandidate {
+		// this term's vote round is over; grants still in flight are late
+		e.votes = nil
 	}
 	if e.leader != (gen.PID{}) {
 		e.logf(levelInfo, "no heartbeat from leader %s for %s; looking for a new leader", e.leader, e.now.Sub(e.lastHeartbeatIn).Round(time.Millisecond))

@@ -47,12 +47,16 @@ type msgPreVoteReply struct {
 	Leader    gen.PID
 }
 
-// msgVote is Raft's RequestVote for Term.
+// msgVote is Raft's RequestVote for Term. Handover marks the election a
+// leader asked for with msgTimeoutNow after it had already stood down:
+// voters grant it even while they still hear that leader, because the
+// leader's lease ended before the request could exist.
 type msgVote struct {
 	ClusterID string
 	Term      uint64
 	Name      gen.Atom
 	ViewSize  int
+	Handover  bool
 }
 
 // msgVoteReply answers msgVote. Term is the voter's term after handling the
@@ -63,18 +67,24 @@ type msgVoteReply struct {
 	Granted   bool
 }
 
-// msgHeartbeat is the leader asserting itself for Term.
+// msgHeartbeat is the leader asserting itself for Term. Round numbers the
+// leader's heartbeat rounds within the term, so that an acknowledgement
+// says which round it answers (see msgHeartbeatAck).
 type msgHeartbeat struct {
 	ClusterID string
 	Term      uint64
 	Leader    gen.PID
+	Round     uint64
 }
 
 // msgHeartbeatAck is a follower's answer to a heartbeat: the leader's
-// evidence that it still reaches this member.
+// evidence that it still reaches this member. Round echoes the heartbeat's
+// round: the leader's lease runs from the time it sent the newest round a
+// quorum acknowledged, not from when the acks happened to be processed.
 type msgHeartbeatAck struct {
 	ClusterID string
 	Term      uint64
+	Round     uint64
 }
 
 // msgTimeoutNow is the graceful handover: the sender, which led Term and has

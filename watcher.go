@@ -1,0 +1,128 @@
+package leader
+
+import (
+	"errors"
+
+	"ergo.services/ergo/gen"
+	"ergo.services/ergo/lib"
+)
+
+// Monitoring a process on another node is a request to that node: the
+// framework blocks the caller until the other node answers or its request
+// timeout (seconds) expires, and a node that is stalled or shutting down
+// does not answer. An actor that monitored its peers itself would stop
+// heartbeating for that long. So a small linked helper process, the
+// watcher, monitors the members' processes and forwards their downs to the
+// actor; the actor never calls Monitor or Demonitor on the network.
+//
+// Demonitor is not called at all: when a member's process is replaced or
+// the member leaves, the old monitor stays until that process's down, which
+// no longer matches a member and is dropped. A monitor on a process that
+// terminates or whose connection drops costs nothing afterwards.
+//
+// While the watcher waits on a monitor request to a stalled node, downs of
+// other members wait in its mailbox: fast failover then falls back to the
+// election timeout, which is the bound anyway, and the election itself goes
+// on.
+
+// watchRequest asks the watcher to monitor PID.
+type watchRequest struct{ PID gen.PID }
+
+// watchFailed reports that the framework refused to monitor PID.
+type watchFailed struct {
+	PID gen.PID
+	Err error
+}
+
+// peerDown forwards a down the framework delivered for a watched process.
+type peerDown struct {
+	PID    gen.PID
+	Reason error
+}
+
+// forgedDown reports a down-shaped message the framework did not deliver.
+type forgedDown struct{ From gen.PID }
+
+// watcher monitors members' processes on the actor's behalf.
+type watcher struct {
+	process gen.Process
+}
+
+func factoryWatcher() gen.ProcessBehavior { return &watcher{} }
+
+func (w *watcher) ProcessInit(process gen.Process, args ...any) error {
+	w.process = process
+	return nil
+}
+
+func (w *watcher) ProcessKind() gen.ProcessKind { return gen.ProcessKindCustom }
+
+func (w *watcher) ProcessTerminate(reason error) {}
+
+// ProcessRun serves monitor requests and forwards downs. Any exit signal
+// (the actor it serves is gone) ends it.
+func (w *watcher) ProcessRun() (reason error) {
+	if lib.Recover() {
+		defer func() {
+			if r := recover(); r != nil {
+				reason = gen.TerminateReasonPanic
+			}
+		}()
+	}
+	mailbox := w.process.Mailbox()
+	parent := w.process.Parent()
+	for {
+		if w.process.State() != gen.ProcessStateRunning {
+			return gen.TerminateReasonKill
+		}
+		if value, ok := mailbox.Urgent.Pop(); ok {
+			if m, isMessage := value.(*gen.MailboxMessage); isMessage && m.Type == gen.MailboxMessageTypeExit {
+				gen.ReleaseMailboxMessage(m)
+				return gen.TerminateReasonNormal
+			}
+			continue
+		}
+		value, system := mailbox.System.Pop()
+		if system == false {
+			var ok bool
+			if value, ok = mailbox.Main.Pop(); ok == false {
+				return nil
+			}
+		}
+		m, isMessage := value.(*gen.MailboxMessage)
+		if isMessage == false {
+			continue
+		}
+		switch message := m.Message.(type) {
+		case watchRequest:
+			if m.From != parent {
+				break
+			}
+			err := w.process.Monitor(message.PID)
+			if err != nil && errors.Is(err, gen.ErrTargetExist) == false {
+				w.process.Send(parent, watchFailed{PID: message.PID, Err: err})
+			}
+		case gen.MessageDownPID:
+			if deliveredByFramework(w.process, m, system, message) {
+				w.process.Send(parent, peerDown{PID: message.PID, Reason: message.Reason})
+			} else {
+				w.process.Send(parent, forgedDown{From: m.From})
+			}
+		}
+		gen.ReleaseMailboxMessage(m)
+	}
+}
+
+// deliveredByFramework reports whether a down came the way the framework
+// delivers monitor notifications: a regular message in the System queue
+// (the framework sends downs with high priority), sent by the terminated
+// process itself (a termination, reported locally or by the process's node)
+// or by this node's core process (a lost connection). A down forwarded or
+// made up by any other process fails the check, so nobody can shrink a view
+// by sending one.
+func deliveredByFramework(process gen.Process, m *gen.MailboxMessage, system bool, down gen.MessageDownPID) bool {
+	if system == false || m.Type != gen.MailboxMessageTypeRegular {
+		return false
+	}
+	return m.From == down.PID || m.From == process.Node().PID()
+}
