@@ -12,8 +12,8 @@ import (
 //  1. at most one leader per term over one view: a later leader of a term
 //     won over the same view is a violation while the first one still
 //     lives (a cluster whose every witness of a term died may reuse it: the
-//     spec keeps no state across restarts); with nodes restarted under their
-//     old name only simultaneous leaders are (see relaxedSafety). Leaders
+//     spec keeps no state across restarts), restarts under the old name
+//     included. Leaders
 //     over diverged views are the spec's "two clusters"; for them, and for
 //     every leader, each counted vote must have been granted (checkVotesCounted)
 //  2. a node grants at most one vote per term
@@ -32,12 +32,6 @@ type checker struct {
 	actors map[*simActor]bool // live incarnations
 	list   []*simActor        // the same, ordered, for deterministic checks
 
-	// relaxedSafety checks invariant 1 among simultaneous leaders only. A
-	// node restarted under its old name has forgotten the votes it cast
-	// (the spec: no persistence), so a term it voted in before the crash
-	// may be won a second time after the first leader has long stepped
-	// down; two nodes acting as leader at once is what must never happen.
-	relaxedSafety bool
 	// fullView enables invariant 5 with that many nodes as the full view.
 	fullView int
 
@@ -207,7 +201,7 @@ func (c *checker) afterEvent() {
 			c.checkVotesCounted(b)
 			if first, ok := c.leaderOfTerm[e.term]; ok == false {
 				c.leaderOfTerm[e.term] = k.won
-			} else if first.view == k.won.view && c.relaxedSafety == false && c.alive(first.inc) {
+			} else if first.view == k.won.view && c.alive(first.inc) {
 				c.s.fail("two leaders in term %d over the same view %s: %s and later %s", e.term, k.won.view, first.inc, b.inc)
 			}
 		}

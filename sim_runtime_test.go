@@ -2,6 +2,7 @@ package leader
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -363,6 +364,11 @@ func (s *simulator) monitor(watcher gen.PID, target gen.PID) error {
 	if target.Node != watcher.Node && s.connect(watcher.Node, target.Node) == 0 {
 		return gen.ErrNoRoute
 	}
+	// as the framework answers: a PID of an earlier start of its node is
+	// refused by the connection, a missing process by the node
+	if n := s.nodes[target.Node]; n != nil && n.creation != target.Creation {
+		return gen.ErrProcessIncarnation
+	}
 	if s.process(target) == nil {
 		return gen.ErrProcessUnknown
 	}
@@ -377,15 +383,29 @@ func (s *simulator) demonitor(watcher gen.PID, target gen.PID) {
 	delete(s.monitors[target], watcher)
 }
 
-// deliverDown delivers a MessageDownPID to watcher after delay, into the
-// System queue as the framework does for downs.
+// deliverDown delivers a MessageDownPID to watcher after delay, as the
+// framework does: into the System queue, from the terminated process, or
+// from the watcher's node's core process for a lost connection.
 func (s *simulator) deliverDown(watcher gen.PID, target gen.PID, reason error, after time.Duration) {
+	from := target
+	if errors.Is(reason, gen.ErrNoConnection) {
+		from = simCorePID(s.nodes[watcher.Node])
+	}
 	s.after(after, "", func() {
 		if p := s.process(watcher); p != nil {
 			s.note("down %s at %s: %s", target.Node, watcher.Node, reason)
-			p.push(p.mailbox.System, gen.MailboxMessageTypeRegular, target, gen.MessageDownPID{PID: target, Reason: reason})
+			p.push(p.mailbox.System, gen.MailboxMessageTypeRegular, from, gen.MessageDownPID{PID: target, Reason: reason})
 		}
 	})
+}
+
+// simCorePID is a simulated node's core process, the sender of the
+// framework's notifications.
+func simCorePID(n *simNode) gen.PID {
+	if n == nil {
+		return gen.PID{}
+	}
+	return gen.PID{Node: n.name, ID: 1, Creation: n.creation}
 }
 
 // terminated notifies every watcher of a process that ended with reason.
@@ -511,7 +531,7 @@ func (p *simProcess) pause(d time.Duration) {
 }
 
 func (s *simulator) spawn(n *simNode, name gen.Atom, behavior gen.ProcessBehavior) (*simProcess, error) {
-	return s.spawnChild(n, name, behavior, gen.PID{Node: n.name, ID: 1, Creation: n.creation})
+	return s.spawnChild(n, name, behavior, simCorePID(n))
 }
 
 func (s *simulator) spawnChild(n *simNode, name gen.Atom, behavior gen.ProcessBehavior, parent gen.PID) (*simProcess, error) {
@@ -643,6 +663,7 @@ type simGenNode struct {
 }
 
 func (n simGenNode) Name() gen.Atom       { return n.name }
+func (n simGenNode) PID() gen.PID         { return simCorePID(n.sim.nodes[n.name]) }
 func (n simGenNode) Network() gen.Network { return simGenNetwork{self: n.name, sim: n.sim} }
 
 type simGenNetwork struct {

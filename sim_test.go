@@ -345,7 +345,6 @@ func runScenario(t testing.TB, seed uint64, switches protocolSwitches, trace, co
 	c.denyRate = 0
 	for _, name := range slices.Clone(c.registry) {
 		if c.actors[name] == nil {
-			s.check.relaxedSafety = true
 			c.start(name)
 		}
 	}
@@ -396,7 +395,6 @@ func randomFault(c *simCluster, kind int) {
 				continue
 			}
 			if r.IntN(2) == 0 {
-				s.check.relaxedSafety = true
 				c.start(name)
 			} else {
 				c.retire(name)
