@@ -445,6 +445,9 @@ func (a *Actor) perform(out effects) {
 	for _, pid := range out.monitor {
 		a.watch(pid)
 	}
+	for _, node := range out.reset {
+		a.resetConnection(node)
+	}
 }
 
 // watch asks the watcher to monitor pid, starting it on first use.

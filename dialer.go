@@ -14,8 +14,12 @@ import (
 // connected to: a small linked helper process connects instead, and the
 // actor probes the member once the connection exists.
 
-// dialRequest asks the dialer to connect to Node.
-type dialRequest struct{ Node gen.Atom }
+// dialRequest asks the dialer to connect to Node. With Reset, it first
+// disconnects an existing connection that carries nothing (silence.go).
+type dialRequest struct {
+	Node  gen.Atom
+	Reset bool
+}
 
 // dialResult reports the outcome of a dialRequest to the actor.
 type dialResult struct {
@@ -72,6 +76,11 @@ func (d *dialer) ProcessRun() (reason error) {
 			continue
 		}
 		if request, isRequest := m.Message.(dialRequest); isRequest && m.From == d.process.Parent() {
+			if request.Reset {
+				if remote, err := d.process.Node().Network().Node(request.Node); err == nil {
+					remote.Disconnect()
+				}
+			}
 			_, err := d.process.Node().Network().GetNode(request.Node)
 			d.process.Send(m.From, dialResult{Node: request.Node, Err: err})
 		}
@@ -90,6 +99,24 @@ func (a *Actor) connected(node gen.Atom) bool {
 // reports false when no dialer can be started, in which case the caller
 // sends synchronously as before.
 func (a *Actor) dial(node gen.Atom) bool {
+	return a.askDialer(dialRequest{Node: node})
+}
+
+// resetConnection has the dialer drop and re-dial the connection to a node
+// that answers nothing over it (silence.go).
+func (a *Actor) resetConnection(node gen.Atom) {
+	if a.connected(node) == false {
+		return // nothing to reset; sends by name make the dialer connect
+	}
+	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected; "+
+		"resetting the connection (a link that drops packets, or a simultaneous connect that left both sides waiting)",
+		a.state.cfg.clusterID, node, a.state.silenceBound())
+	a.askDialer(dialRequest{Node: node, Reset: true})
+}
+
+// askDialer sends request to the dialer, starting it on first use.
+func (a *Actor) askDialer(request dialRequest) bool {
+	node := request.Node
 	if a.dialing[node] {
 		return true
 	}
@@ -102,7 +129,7 @@ func (a *Actor) dial(node gen.Atom) bool {
 		a.dialerPID = pid
 		a.dialing = make(map[gen.Atom]bool)
 	}
-	if err := a.Send(a.dialerPID, dialRequest{Node: node}); err != nil {
+	if err := a.Send(a.dialerPID, request); err != nil {
 		return false
 	}
 	a.dialing[node] = true

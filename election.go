@@ -63,12 +63,13 @@ type effects struct {
 	sends   []outbound
 	timers  []timerRequest
 	monitor []gen.PID
+	reset   []gen.Atom // nodes whose connection carries nothing (silence.go)
 	joined  []gen.PID
 	left    []gen.PID
 }
 
 func (o *effects) empty() bool {
-	return len(o.sends)+len(o.timers)+len(o.monitor)+len(o.joined)+len(o.left) == 0
+	return len(o.sends)+len(o.timers)+len(o.monitor)+len(o.reset)+len(o.joined)+len(o.left) == 0
 }
 
 // outbound is one message to send; node names the member it is for, so the
@@ -276,12 +277,20 @@ func (e *election) refusesHigherTerm(from gen.PID, message any) bool {
 	default:
 		return false
 	}
-	why, _ := e.grantRefusal(handover, from)
+	why, supported := e.grantRefusal(handover, from)
 	if why == "" || why == "quiet_period" {
 		// a fresh node adopts the term; it only may not grant
 		return false
 	}
 	e.drop(why)
+	// answered, at this node's term (which the requester ignores as stale),
+	// so that the requester sees a live connection (silence.go)
+	m := e.members[from.Node]
+	if _, vote := message.(msgVote); vote {
+		e.reply(m, msgVoteReply{ClusterID: e.cfg.clusterID, Term: e.term})
+	} else {
+		e.reply(m, msgPreVoteReply{ClusterID: e.cfg.clusterID, Term: e.term, Leader: supported})
+	}
 	return true
 }
 
@@ -612,6 +621,7 @@ func (e *election) send(m *member, message any) {
 		return
 	}
 	e.out.sends = append(e.out.sends, outbound{node: m.node, to: to, message: message})
+	e.awaitAnswer(m)
 }
 
 // reply answers the PID a request came from.

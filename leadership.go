@@ -85,6 +85,7 @@ func (e *election) heartbeatTick() {
 	if e.role != roleLeader {
 		return
 	}
+	e.findSilentConnections()
 	e.sendHeartbeats()
 }
 

@@ -28,6 +28,8 @@ type member struct {
 	nameBackoffUntil time.Time // no send by name before this (see election.send)
 	ackTerm          uint64    // term of its last heartbeat ack: up to date for a handover
 	ackRound         uint64    // newest round of this leader's term it acknowledged (lease.go)
+	awaitingSince    time.Time // first request sent since it last answered anything (silence.go)
+	lastReset        time.Time // when its connection was last reset for silence
 }
 
 // address returns how to reach the member: its PID when known, its name
@@ -176,6 +178,7 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 	m.unreachableSince = time.Time{}
 	m.nameFailures, m.nameBackoffUntil = 0, time.Time{}
 	m.lastHeard = e.now
+	m.awaitingSince = time.Time{}
 	if known == false {
 		e.logf(levelInfo, "peer %s joined the view through the protocol; view %d, quorum %d", from.Node, e.viewSize(), e.quorum())
 		e.viewChanged()
@@ -250,7 +253,10 @@ func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 	if ok == false || m.pid != pid {
 		return false
 	}
+	// A down this node caused by resetting a silent connection is not an
+	// observed failure of the leader: no fast failover (silence.go).
 	wasLeader := pid == e.leader
+	observed := e.resetting(m) == false || errors.Is(reason, gen.ErrNoConnection) == false
 	if errors.Is(reason, gen.ErrNoConnection) {
 		m.pid = gen.PID{}
 		if m.unreachableSince.IsZero() {
@@ -268,8 +274,10 @@ func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 		// are high priority); those must not re-admit it.
 		e.markDead(pid)
 	}
-	if wasLeader {
+	if wasLeader && observed {
 		e.leaderLost(pid)
+	} else if wasLeader {
+		e.leader = gen.PID{}
 	}
 	return true
 }

@@ -164,7 +164,9 @@ func TestVoterKeepsItsPromiseToTheLeader(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 2})
 	out := h.recv("c", msgVote{ClusterID: "c", Term: 2, ViewSize: 3})
-	assert.Empty(t, sentTo[msgVoteReply](out, "c"))
+	require.Len(t, sentTo[msgVoteReply](out, "c"), 1)
+	assert.False(t, sentTo[msgVoteReply](out, "c")[0].Granted, "answered no, so the connection does not look silent")
+	assert.Equal(t, uint64(1), sentTo[msgVoteReply](out, "c")[0].Term)
 	assert.Equal(t, uint64(1), h.e.term, "the term is not adopted while the leader is heard")
 	assert.Equal(t, pid("b"), h.e.leader)
 

@@ -678,7 +678,19 @@ func (n simGenNetwork) Node(name gen.Atom) (gen.RemoteNode, error) {
 	if n.sim.conns[pairKey(n.self, name)] == 0 {
 		return nil, gen.ErrNoConnection
 	}
-	return nil, nil
+	return simRemoteNode{self: n.self, peer: name, sim: n.sim}, nil
+}
+
+// simRemoteNode is a connection as the dialer sees it: it can drop it.
+type simRemoteNode struct {
+	gen.RemoteNode
+	self, peer gen.Atom
+	sim        *simulator
+}
+
+func (r simRemoteNode) Disconnect() {
+	r.sim.note("connection %s <-> %s reset by %s", r.self, r.peer, r.self)
+	r.sim.disconnect(r.self, r.peer)
 }
 
 func (n simGenNetwork) GetNode(name gen.Atom) (gen.RemoteNode, error) {

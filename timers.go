@@ -83,6 +83,7 @@ func (e *election) electionTimeout() {
 		// this term's vote round is over; grants still in flight are late
 		e.votes = nil
 	}
+	e.findSilentConnections()
 	if e.leader != (gen.PID{}) {
 		e.logf(levelInfo, "no heartbeat from leader %s for %s; looking for a new leader", e.leader, e.now.Sub(e.lastHeartbeatIn).Round(time.Millisecond))
 		e.leader = gen.PID{}

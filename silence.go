@@ -1,0 +1,57 @@
+package leader
+
+import "time"
+
+// A connection that carries nothing. The framework can report a peer as
+// connected while nothing flows either way: after two nodes dialed each
+// other at the same instant, some framework versions keep both outbound
+// connections and deliver nothing, and a link whose packets are dropped
+// stays "up" until TCP gives up on it, minutes later. Sends succeed, so
+// nothing in the send path notices.
+//
+// Every request this node sends (Hello, pre-vote, vote, heartbeat) is
+// answered by a live peer, even when the answer is no. So a member that has
+// answered nothing for silenceBound since this node first asked it something
+// is unreachable in fact, whatever the framework says, and its connection is
+// reset (disconnected and dialed again, by the dialer process, never from the
+// actor). A reset at most once per silenceBound per member keeps a peer that
+// is really gone from being dialed in a loop.
+//
+// A reset this node makes is not a failure it observed: the down it causes
+// releases no promise and starts no fast failover (election.down), because
+// the other end may never see it (packets dropped) and its leader's lease
+// may still be running there.
+
+// silenceBound is how long a member may leave requests unanswered before
+// its connection is reset: two maximum election timeouts, several rounds of
+// requests at any role.
+func (e *election) silenceBound() time.Duration { return 2 * e.cfg.electionTimeoutMax }
+
+// awaitAnswer notes that a request went to m.
+func (e *election) awaitAnswer(m *member) {
+	if m.awaitingSince.IsZero() {
+		m.awaitingSince = e.now
+	}
+}
+
+// findSilentConnections asks the actor to reset the connection of every
+// member that has left requests unanswered for silenceBound.
+func (e *election) findSilentConnections() {
+	if e.switches.noResponseQuorum {
+		return // the reference trusts accepted sends, silent or not
+	}
+	bound := e.silenceBound()
+	for _, m := range e.sortedMembers() {
+		if m.awaitingSince.IsZero() || e.now.Sub(m.awaitingSince) < bound || e.now.Sub(m.lastReset) < bound {
+			continue
+		}
+		m.lastReset = e.now
+		e.out.reset = append(e.out.reset, m.node)
+	}
+}
+
+// resetting reports whether this node reset its connection to node within
+// the last silenceBound: a down for it then is this node's own doing.
+func (e *election) resetting(m *member) bool {
+	return m.lastReset.IsZero() == false && e.now.Sub(m.lastReset) < e.silenceBound()
+}
