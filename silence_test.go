@@ -2,7 +2,6 @@ package leader
 
 import (
 	"testing"
-	"time"
 
 	"ergo.services/ergo/gen"
 	"github.com/stretchr/testify/assert"
