@@ -199,6 +199,7 @@ func (a *Actor) ProcessRun() (reason error) {
 			return gen.TerminateReasonKill
 		}
 		var err error
+		started := a.clock()
 		if message, ok := a.pop(); ok {
 			// A leader whose lease ran out while it was busy or stalled
 			// stands down before it handles anything else (lease.go).
@@ -219,6 +220,9 @@ func (a *Actor) ProcessRun() (reason error) {
 		}
 		if err == nil {
 			err = a.flush()
+		}
+		if step := a.clock().Sub(started); step > a.state.longestStep {
+			a.state.longestStep = step
 		}
 		if err != nil {
 			return a.terminating(err)

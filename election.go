@@ -132,6 +132,7 @@ type election struct {
 	dead      map[gen.PID]time.Time // processes reported terminated, and when
 
 	dropped       map[string]uint64
+	longestStep   time.Duration // measured by the actor: its worst stall
 	preVoteRounds uint64
 	fastRounds    uint64
 	handovers     uint64

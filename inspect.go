@@ -55,6 +55,14 @@ var inspectKeys = []inspectKey{
 	{"ergo:election_timeout_min", "ElectionTimeoutMin", func(e *election) string { return e.cfg.electionTimeoutMin.String() }},
 	{"ergo:election_timeout_max", "ElectionTimeoutMax", func(e *election) string { return e.cfg.electionTimeoutMax.String() }},
 	{"ergo:heartbeat_interval", "HeartbeatInterval", func(e *election) string { return e.cfg.heartbeatInterval.String() }},
+	{"ergo:lease_until", "until when this node's leadership is exclusive (its lease), never when it does not lead", func(e *election) string {
+		if e.leading(e.now) == false {
+			return "never"
+		}
+		return timeText(e.leaseUntil)
+	}},
+	{"ergo:quiet_until", "a freshly started actor grants no vote before this time", func(e *election) string { return timeText(e.startedAt.Add(e.quietPeriod())) }},
+	{"ergo:longest_step", "the longest time the actor spent on one message, callbacks and sends included", func(e *election) string { return e.longestStep.String() }},
 	{"ergo:handovers", "graceful handovers started by this node", func(e *election) string { return strconv.FormatUint(e.handovers, 10) }},
 	{"ergo:last_handover", "successor and time of the last handover", func(e *election) string { return textOr(e.lastHandover, "never") }},
 	// problems
