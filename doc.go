@@ -43,18 +43,26 @@
 // grants one vote per term, so two nodes with the same view can never lead
 // the same term. A higher term always wins.
 //
-// Beyond the documented protocol, three mechanisms are on by default:
+// Beyond the documented protocol, these mechanisms are on by default:
 //
 //   - Pre-vote. Before raising its term a node asks whether it could win.
 //     A voter agrees only if it has not heard a live leader within
 //     ElectionTimeoutMin (or saw that leader's down). A node that cannot win,
 //     such as the minority side of a partition, never inflates the term, so
 //     its return does not depose a healthy leader.
-//   - Response-based quorum check. Followers acknowledge heartbeats; a
-//     leader that has not received acknowledgements (or grants) from a
-//     quorum within ElectionTimeoutMin steps down on its next heartbeat
-//     tick. A half-open link, where the leader's sends still succeed but
-//     nothing comes back, does not keep it in office.
+//   - A leader lease. Heartbeat rounds are numbered and acknowledged by
+//     round; leadership lasts from the send time of the newest round a
+//     quorum acknowledged for ElectionTimeoutMin less a 5% drift margin, and
+//     IsLeader is false the instant it runs out: the leader stands down
+//     (HandleBecomeFollower) before the next message it handles. Every node
+//     that acknowledged a round, or granted a vote, refuses to help anyone
+//     else for ElectionTimeoutMin, and a freshly started actor grants nothing
+//     for a quiet period a little longer than that, so no two nodes of one
+//     view act as leader at the same instant (the argument is in
+//     docs/safety.md; the assumptions are clock rates within 2.5% of real
+//     time and both ends of a dropped connection noticing it within
+//     ElectionTimeoutMin/60). A half-open link, where the leader's sends
+//     still succeed but nothing comes back, does not keep it in office.
 //   - Fast failover and handover. A follower that receives a down for its
 //     leader's PID pre-votes after a few milliseconds instead of a full
 //     election timeout; the delay is staggered by rank so one candidate
@@ -78,7 +86,7 @@
 //	candidate ──(higher term, a leader's heartbeat, round timeout)──► follower / new round
 //	HandleConfirmLeader ──(false or error)──► follower, campaign again after a growing backoff
 //	HandleConfirmLeader ──(true)──► leader: HandleBecomeLeader, then heartbeats
-//	leader ──(higher term; no acks from a quorum within ElectionTimeoutMin;
+//	leader ──(higher term; its lease ran out; its connections cannot form a quorum;
 //	          StepDown or a graceful stop, which hands over)──► follower: HandleBecomeFollower
 //
 // A pre-vote round keeps the role (follower or candidate): it changes no
@@ -87,7 +95,9 @@
 // # Guarantees
 //
 // Within a cluster whose members share one view, at most one leader per
-// term. A partition of a converged cluster elects on the majority side only:
+// term, and at most one node for which IsLeader is true at any instant;
+// guard leader-only work with IsLeader, and check LeaseExpiry before a long
+// step. A partition of a converged cluster elects on the majority side only:
 // a lost connection keeps the member in the view until GhostTTL. Diverged
 // views (a cold start where groups never met, members lost for real, or
 // GhostTTL expiring during a long partition) form separate clusters, each
