@@ -1,0 +1,359 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// CutMode is how Cut stops traffic between two nodes.
+type CutMode int
+
+const (
+	// CutSilent installs a blackhole route on both sides: every packet
+	// between the two nodes is dropped without a trace, on every link,
+	// existing or new. Existing TCP connections do not reset: both runtimes
+	// keep them and their sends keep succeeding into the socket buffers, so
+	// nothing reports the loss (noticing it is the library's job: heartbeats
+	// and check-quorum). A new dial hangs until its timeout. After Heal the
+	// old connections carry traffic again at the next TCP retransmission,
+	// which after a long cut can be seconds away (exponential back-off).
+	// This is a switch or cable failure, or a firewall that drops.
+	CutSilent CutMode = iota
+	// CutAbort installs an unreachable route on both sides and then aborts
+	// every established TCP socket between the two nodes in both namespaces
+	// (ss -K, the kernel's sock_destroy). Both runtimes see their links fail
+	// at once (a read error, so the framework reports ErrNoConnection downs)
+	// and every redial fails immediately with "no route to host" until
+	// Heal. This is a failure that the hosts notice at once: a peer's host
+	// rebooting, an interface going away, a firewall that rejects.
+	CutAbort
+)
+
+func (m CutMode) String() string {
+	if m == CutAbort {
+		return "abort"
+	}
+	return "silent"
+}
+
+// Prefixes of everything the lab creates, so that a later run can recognise
+// and remove what a killed run left behind. Namespaces are
+// "leaderlab-<pid>-<seq>-<i>", bridges "llb<pid base36>x<seq base36>",
+// host-side veths "llv<pid base36>x<seq base36>x<i base36>".
+const (
+	nsPrefix     = "leaderlab-"
+	bridgePrefix = "llb"
+	vethPrefix   = "llv"
+)
+
+var netSeq atomic.Int64
+
+// Net is a set of network namespaces, one per node, joined by a bridge in
+// the root namespace. Node i has the address IP(i) on its eth0 and its own
+// loopback; the bridge has no address, so labs of concurrent runs, even
+// with the same subnet, never see each other. Everything is removed in
+// t.Cleanup.
+type Net struct {
+	t      testing.TB
+	bridge string
+	ns     []string
+	ips    []string
+
+	mu   sync.Mutex
+	cuts map[[2]int]CutMode
+}
+
+// Available reports why the lab cannot run here, or "" if it can: it needs
+// root (to create namespaces) and the ip and ss commands.
+func Available() string {
+	if os.Geteuid() != 0 {
+		return "the lab needs root to create network namespaces (run go test as root)"
+	}
+	for _, tool := range []string{"ip", "ss"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Sprintf("the lab needs the %q command (iproute2): %v", tool, err)
+		}
+	}
+	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
+		return fmt.Sprintf("ip netns is unavailable: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return ""
+}
+
+// Require skips t when the lab cannot run here, or fails it when the
+// environment variable LEADER_LAB is "require".
+func Require(t testing.TB) {
+	t.Helper()
+	why := Available()
+	if why == "" {
+		return
+	}
+	if os.Getenv("LEADER_LAB") == "require" {
+		t.Fatalf("LEADER_LAB=require but %s", why)
+	}
+	t.Skipf("skipping the process lab: %s (set LEADER_LAB=require to fail instead)", why)
+}
+
+// NewNet creates n namespaces on a fresh bridge, after removing what killed
+// earlier runs left behind.
+func NewNet(t testing.TB, n int) *Net {
+	t.Helper()
+	Require(t)
+	RemoveStale()
+	pid := os.Getpid()
+	seq := netSeq.Add(1)
+	tag := strconv.FormatInt(int64(pid), 36) + "x" + strconv.FormatInt(seq, 36)
+	subnet := 1 + int(seq%250)
+	nt := &Net{
+		t:      t,
+		bridge: bridgePrefix + tag,
+		cuts:   make(map[[2]int]CutMode),
+	}
+	t.Cleanup(nt.remove)
+	nt.must("ip", "link", "add", nt.bridge, "type", "bridge")
+	nt.must("ip", "link", "set", nt.bridge, "up")
+	for i := 0; i < n; i++ {
+		ns := fmt.Sprintf("%s%d-%d-%d", nsPrefix, pid, seq, i)
+		ip := fmt.Sprintf("10.77.%d.%d", subnet, i+1)
+		veth := vethPrefix + tag + "x" + strconv.FormatInt(int64(i), 36)
+		nt.ns = append(nt.ns, ns)
+		nt.ips = append(nt.ips, ip)
+		nt.must("ip", "netns", "add", ns)
+		nt.must("ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+		nt.must("ip", "link", "set", veth, "master", nt.bridge, "up")
+		nt.must("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+		nt.must("ip", "netns", "exec", ns, "ip", "addr", "add", ip+"/24", "dev", "eth0")
+		nt.must("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
+	}
+	return nt
+}
+
+// Len is the number of namespaces.
+func (nt *Net) Len() int { return len(nt.ns) }
+
+// NS is the name of node i's namespace.
+func (nt *Net) NS(i int) string { return nt.ns[i] }
+
+// IP is node i's address.
+func (nt *Net) IP(i int) string { return nt.ips[i] }
+
+// Exec runs a command inside node i's namespace and returns its combined
+// output.
+func (nt *Net) Exec(i int, args ...string) (string, error) {
+	out, err := exec.Command("ip", append([]string{"netns", "exec", nt.ns[i]}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// Cut stops all traffic between nodes i and j, both ways, silently
+// (CutSilent).
+func (nt *Net) Cut(i, j int) { nt.CutWith(CutSilent, i, j) }
+
+// CutFast stops all traffic between nodes i and j and makes their existing
+// links fail at once (CutAbort).
+func (nt *Net) CutFast(i, j int) { nt.CutWith(CutAbort, i, j) }
+
+// CutWith stops all traffic between nodes i and j in the given mode. A pair
+// already cut is re-cut in the new mode.
+func (nt *Net) CutWith(mode CutMode, i, j int) {
+	nt.t.Helper()
+	if i == j {
+		return
+	}
+	key := pairKey(i, j)
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	if _, ok := nt.cuts[key]; ok {
+		nt.heal(key)
+	}
+	kind := "blackhole"
+	if mode == CutAbort {
+		kind = "unreachable"
+	}
+	nt.must("ip", "netns", "exec", nt.ns[i], "ip", "route", "add", kind, nt.ips[j]+"/32")
+	nt.must("ip", "netns", "exec", nt.ns[j], "ip", "route", "add", kind, nt.ips[i]+"/32")
+	nt.cuts[key] = mode
+	if mode == CutAbort {
+		// The routes are in place first, so the resets that aborting sends
+		// cannot reach the other side: each side learns from its own abort.
+		nt.must("ip", "netns", "exec", nt.ns[i], "ss", "-K", "-t", "dst", nt.ips[j])
+		nt.must("ip", "netns", "exec", nt.ns[j], "ss", "-K", "-t", "dst", nt.ips[i])
+	}
+}
+
+// Heal restores traffic between nodes i and j.
+func (nt *Net) Heal(i, j int) {
+	nt.t.Helper()
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	nt.heal(pairKey(i, j))
+}
+
+func (nt *Net) heal(key [2]int) {
+	if _, ok := nt.cuts[key]; ok == false {
+		return
+	}
+	for _, side := range [][2]int{{key[0], key[1]}, {key[1], key[0]}} {
+		out, err := exec.Command("ip", "netns", "exec", nt.ns[side[0]], "ip", "route", "del", nt.ips[side[1]]+"/32").CombinedOutput()
+		if err != nil && strings.Contains(string(out), "No such process") == false {
+			nt.t.Errorf("lab: heal %d-%d: %v: %s", key[0], key[1], err, out)
+		}
+	}
+	delete(nt.cuts, key)
+}
+
+// Partition cuts (CutSilent) every pair of nodes in different groups. Nodes
+// in no group are cut from everyone. Pairs inside a group are healed.
+func (nt *Net) Partition(groups ...[]int) { nt.PartitionWith(CutSilent, groups...) }
+
+// PartitionWith is Partition with the given cut mode.
+func (nt *Net) PartitionWith(mode CutMode, groups ...[]int) {
+	nt.t.Helper()
+	group := make([]int, len(nt.ns))
+	for i := range group {
+		group[i] = -1 - i // alone
+	}
+	for g, members := range groups {
+		for _, i := range members {
+			group[i] = g
+		}
+	}
+	for i := range nt.ns {
+		for j := i + 1; j < len(nt.ns); j++ {
+			if group[i] == group[j] {
+				nt.Heal(i, j)
+			} else {
+				nt.CutWith(mode, i, j)
+			}
+		}
+	}
+}
+
+// HealAll removes every cut.
+func (nt *Net) HealAll() {
+	nt.t.Helper()
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	for key := range nt.cuts {
+		nt.heal(key)
+	}
+}
+
+// Cuts returns the pairs cut now, with their modes.
+func (nt *Net) Cuts() map[[2]int]CutMode {
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	out := make(map[[2]int]CutMode, len(nt.cuts))
+	for k, v := range nt.cuts {
+		out[k] = v
+	}
+	return out
+}
+
+// Links counts the established TCP connections between nodes i and j, as
+// node i's kernel sees them.
+func (nt *Net) Links(i, j int) (int, error) {
+	out, err := nt.Exec(i, "ss", "-t", "-n", "-H", "state", "established", "dst", nt.ips[j])
+	if err != nil {
+		return 0, fmt.Errorf("ss in %s: %v: %s", nt.ns[i], err, out)
+	}
+	count := 0
+	for _, line := range strings.Split(out, "\n") {
+		if strings.TrimSpace(line) != "" {
+			count++
+		}
+	}
+	return count, nil
+}
+
+func (nt *Net) must(args ...string) {
+	nt.t.Helper()
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		nt.t.Fatalf("lab: %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// remove deletes the namespaces (which takes their veth pairs with them)
+// and the bridge. Processes still inside a namespace are killed first.
+func (nt *Net) remove() {
+	for _, ns := range nt.ns {
+		removeNamespace(ns)
+	}
+	exec.Command("ip", "link", "del", nt.bridge).Run()
+}
+
+func removeNamespace(ns string) {
+	if out, err := exec.Command("ip", "netns", "pids", ns).Output(); err == nil {
+		for _, field := range strings.Fields(string(out)) {
+			if pid, err := strconv.Atoi(field); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	exec.Command("ip", "netns", "del", ns).Run()
+}
+
+// RemoveStale removes the namespaces and bridges of lab runs whose process
+// is gone (a run killed before its cleanup).
+func RemoveStale() {
+	if out, err := exec.Command("ip", "netns", "list").Output(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) == 0 || strings.HasPrefix(fields[0], nsPrefix) == false {
+				continue
+			}
+			ns := fields[0]
+			owner, _, _ := strings.Cut(strings.TrimPrefix(ns, nsPrefix), "-")
+			if pid, err := strconv.Atoi(owner); err == nil && alive(pid) == false {
+				removeNamespace(ns)
+			}
+		}
+	}
+	if out, err := exec.Command("ip", "-o", "link", "show", "type", "bridge").Output(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) < 2 {
+				continue
+			}
+			name := strings.TrimSuffix(fields[1], ":")
+			if strings.HasPrefix(name, bridgePrefix) == false {
+				continue
+			}
+			owner, _, _ := strings.Cut(strings.TrimPrefix(name, bridgePrefix), "x")
+			if pid, err := strconv.ParseInt(owner, 36, 64); err == nil && alive(int(pid)) == false {
+				exec.Command("ip", "link", "del", name).Run()
+			}
+		}
+	}
+}
+
+// alive reports whether process pid exists and is not a zombie (a killed
+// run whose parent has not reaped it yet is gone all the same).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err) == false
+	}
+	// "pid (comm) state ...": the state follows the last ')'
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		state := stat[i+2]
+		return state != 'Z' && state != 'X'
+	}
+	return true
+}
+
+func pairKey(i, j int) [2]int {
+	if i > j {
+		i, j = j, i
+	}
+	return [2]int{i, j}
+}

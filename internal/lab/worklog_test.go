@@ -1,0 +1,72 @@
+package lab
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestWorkLogRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "worklog")
+	base := time.Unix(1700000000, 0)
+	a, err := OpenWorkLog(path, "a@x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenWorkLog(path, "b@x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Record(1, base.Add(10*time.Millisecond))
+	b.Record(2, base.Add(5*time.Millisecond))
+	records, err := ReadWorkLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 2 || records[0].Node != "b@x" || records[0].Term != 2 || records[1].Node != "a@x" ||
+		records[1].At.Equal(base.Add(10*time.Millisecond)) == false {
+		t.Fatalf("records %+v", records)
+	}
+}
+
+func TestFindOverlaps(t *testing.T) {
+	base := time.Unix(1700000000, 0)
+	ms := func(n float64) time.Time { return base.Add(time.Duration(n * float64(time.Millisecond))) }
+	run := func(node string, term uint64, from, to, every float64) []WorkRecord {
+		var out []WorkRecord
+		for at := from; at <= to; at += every {
+			out = append(out, WorkRecord{At: ms(at), Term: term, Node: node})
+		}
+		return out
+	}
+	const tick, margin = 5 * time.Millisecond, time.Millisecond
+	cases := []struct {
+		name    string
+		records []WorkRecord
+		want    []time.Duration
+	}{
+		{"one node", run("a", 1, 0, 100, 5), nil},
+		// a failover after an election timeout: far apart
+		{"clean failover", append(run("a", 1, 0, 100, 5), run("b", 2, 400, 500, 5)...), nil},
+		// b's first record 1 ms after a's last unit of work ended (and its margin)
+		{"just apart", append(run("a", 1, 0, 100, 5), run("b", 2, 107, 200, 5)...), nil},
+		// a's last unit of work [100, 105] (+1) is still running at 103
+		{"handover inside a tick", append(run("a", 1, 0, 100, 5), run("b", 2, 103, 200, 5)...), []time.Duration{3 * time.Millisecond}},
+		// a resumed stalled leader does two more units while b leads
+		{"resumed leader", append(append(run("a", 1, 0, 100, 5), run("b", 2, 400, 900, 5)...), run("a", 1, 700, 705, 5)...),
+			[]time.Duration{11 * time.Millisecond}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := FindOverlaps(tc.records, tick, margin)
+			if len(got) != len(tc.want) {
+				t.Fatalf("overlaps %v, want durations %v", got, tc.want)
+			}
+			for i, o := range got {
+				if o.Duration() != tc.want[i] || o.A != "a" || o.B != "b" {
+					t.Errorf("overlap %d: %s, want %s between a and b", i, o, tc.want[i])
+				}
+			}
+		})
+	}
+}
