@@ -3,27 +3,59 @@
 // monitors, calls, applications, logging, and the glue to the network stack
 // (internal/netstack) that carries messages to other nodes.
 //
-// Where the stand-in decides something the real framework may do
-// differently:
+// Links, monitors and their notices follow the framework's v320 node core
+// (node/core.go, node/process.go, net/proto/connection.go): a remote
+// Link/Unlink/Monitor/Demonitor is a request that blocks the calling
+// goroutine until the peer answers or gen.DefaultRequestTimeout (5) seconds
+// pass, also when the connection drops meanwhile; links and monitors need
+// the Running state; downs go to the System queue (MailboxMessageTypeRegular)
+// and exits to Urgent (MailboxMessageTypeExit), sent by the dead PID for a
+// PID target and by the core PID otherwise (ProcessID, Alias, a connection
+// loss, a node); Kill of a process inside a callback only makes it a zombee;
+// StopForce kills the processes before the network stops.
 //
-//   - Monitor/Link of a local or remote target that does not exist (PID or
-//     ProcessID alike) returns gen.ErrProcessUnknown; no down is delivered.
-//   - UnregisterName gives the ProcessID's monitors/links gen.ErrUnregistered.
-//   - Links are one-way, like monitors: the linking process gets the exit.
-//   - SendExit delivers gen.MessageExitPID{PID: sender, Reason} to Urgent.
-//   - Kill unregisters the process at once (downs carry TerminateReasonKill);
-//     ProcessTerminate(kill) runs after the current callback returns, or in
-//     a new goroutine if the process was asleep.
-//   - A termination reason is unwrapped once (errors.Unwrap) before the
-//     downs/exits are sent, as act.Actor wraps exit reasons.
-//   - Stop sends shutdown exits, waits, kills the rest, then stops the
-//     network. StopForce stops the network first (peers see
-//     gen.ErrNoConnection), then kills every process.
+// Where the stand-in still differs from the framework, and why it does not
+// matter to the library (or what the library must not rely on):
+//
+//   - A remote relation is recorded, as pending, before its request is sent.
+//     A down or exit arriving before the peer's answer is held and delivered
+//     once the peer accepted; a refused or timed-out request drops it. The
+//     framework records the relation only after the answer, so a target that
+//     dies right then can lose its down there. Likewise MonitorNode/LinkNode
+//     deliver the down at once if the connection dropped while they ran (the
+//     framework would keep a relation that fires at the next disconnect).
+//     The stand-in never loses a down; the library must not count on that.
+//   - When a consumer dies, its relations on remote targets are dropped on
+//     the peer too (the framework keeps them there until the target dies or
+//     the connection drops). Invisible: PIDs are not reused, and a notice
+//     for a dead consumer is discarded either way.
+//   - A relation request for a target that is not on the receiving node is
+//     answered gen.ErrProcessUnknown (the framework would route it on). The
+//     sender always addresses the target's own node.
+//   - Kill during ProcessInit works (ProcessInit runs in its own goroutine
+//     under InitTimeout, with the process registered; on timeout Spawn
+//     returns gen.ErrTimeout and the process is unregistered); the spawn
+//     then fails. A second Kill of a zombee does nothing (the framework
+//     unregisters it and runs ProcessTerminate concurrently with the running
+//     callback).
+//   - StopForce waits (up to NodeOptions.ShutdownTimeout, a stand-in option)
+//     for its processes' goroutines before returning, and ends requests still
+//     waiting with gen.ErrNodeTerminated; the framework returns at once and
+//     leaves those callers to time out. Only the stopped node can tell.
+//   - Stop sends the shutdown exit (from each process's parent) to every
+//     process at once and gives up after ShutdownTimeout, killing the rest;
+//     the framework first stops each application (5 s each) and then waits
+//     without a bound. The exits and their senders are the framework's.
+//   - Looser state checks outside links and monitors: Call, RegisterName
+//     and CreateAlias also work in Init, Send also in WaitResponse
+//     (framework: Call, RegisterName, CreateAlias only while Running; Send in
+//     Init, Running or Terminated). The library must not depend on them.
+//   - Sending to a local PID of an older incarnation is
+//     gen.ErrProcessIncarnation (framework: gen.ErrProcessUnknown).
+//   - A full mailbox refuses a message; ProcessFallback is not applied.
 //   - A response nobody waits for is dropped (SendResponse returns nil). A
 //     request to a missing remote process is not reported: the Call times
 //     out. Important delivery is not implemented (Send* Important = Send).
-//   - ProcessInit runs in its own goroutine under InitTimeout; on timeout
-//     Spawn returns gen.ErrTimeout and the process is unregistered.
 //   - Env is copied at spawn: node, application, parent, then options. The
 //     log level comes from options, else the parent, else the application,
 //     else the node.

@@ -253,8 +253,9 @@ func (n *node) Loggers() []string { return n.logger.names() }
 // Stop stops the node gracefully within NodeOptions.ShutdownTimeout.
 func (n *node) Stop() { n.StopWithTimeout(n.options.ShutdownTimeout) }
 
-// StopWithTimeout sends shutdown exits to every process, waits for them up
-// to timeout, kills the rest and stops the network.
+// StopWithTimeout sends a shutdown exit to every process (from its parent,
+// so an actor does not trap it: framework node.stop), waits for them up to
+// timeout, kills the rest and stops the network.
 func (n *node) StopWithTimeout(timeout time.Duration) {
 	if !n.state.CompareAndSwap(nodeRunning, nodeStopping) {
 		n.WaitWithTimeout(timeout)
@@ -262,32 +263,36 @@ func (n *node) StopWithTimeout(timeout time.Duration) {
 	}
 	deadline := time.Now().Add(timeout)
 	for _, p := range n.snapshot() {
-		n.deliverExit(p, n.core, gen.MessageExitPID{PID: n.core, Reason: gen.TerminateReasonShutdown})
+		n.deliverExit(p, p.parent, gen.MessageExitPID{PID: p.parent, Reason: gen.TerminateReasonShutdown})
 	}
 	n.waitUntil(func() bool { return n.processCount() == 0 }, deadline)
-	n.finish(deadline, false)
+	n.finish(deadline)
 }
 
-// StopForce stops the network (peers see ErrNoConnection) and then kills
-// every process.
+// StopForce kills every process and then stops the network (framework:
+// node.stop(force)): a sleeping process is unregistered at once, so its
+// remote consumers get their downs with TerminateReasonKill before the
+// connections drop; a process inside a callback is unregistered only when
+// the callback returns, by then usually after the network is gone (its
+// remote consumers then see ErrNoConnection).
 func (n *node) StopForce() {
 	if !n.state.CompareAndSwap(nodeRunning, nodeStopping) {
 		n.WaitWithTimeout(n.options.ShutdownTimeout)
 		return
 	}
-	n.finish(time.Now().Add(n.options.ShutdownTimeout), true)
+	n.finish(time.Now().Add(n.options.ShutdownTimeout))
 }
 
-func (n *node) finish(deadline time.Time, networkFirst bool) {
-	if networkFirst {
-		n.stopNetwork()
-	}
+// finish kills what is left, stops the network, ends the requests still
+// waiting (their callers are processes of this node) and waits for the
+// node's goroutines up to deadline.
+func (n *node) finish(deadline time.Time) {
 	for _, p := range n.snapshot() {
 		n.Kill(p.pid)
 	}
-	n.waitUntil(func() bool { return n.goroutines.Load() == 0 }, deadline)
 	n.stopNetwork()
 	n.waiters.failAll(gen.ErrNodeTerminated)
+	n.waitUntil(func() bool { return n.goroutines.Load() == 0 }, deadline)
 	n.log.Trace("node stopped")
 	n.logger.terminate()
 	n.state.Store(nodeStopped)

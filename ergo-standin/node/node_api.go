@@ -71,7 +71,7 @@ func (n *node) inspect(from, target gen.PID, items []string) (map[string]string,
 		items = []string{}
 	}
 	ref := n.MakeRef()
-	w := n.waiters.add(ref, from, "")
+	w := n.waiters.add(ref, from)
 	m := gen.TakeMailboxMessage()
 	m.From = from
 	m.Ref = ref

@@ -168,17 +168,21 @@ func (p *process) callTerminate(reason error) {
 	p.behavior.ProcessTerminate(reason)
 }
 
-// terminate ends the process with reason: unregister, notify, callback.
+// terminate ends the process (framework: the tail of process.run): the
+// state becomes Terminated, the process is unregistered and its consumers
+// notified with the reason unwrapped once, then ProcessTerminate gets the
+// reason as returned. Nothing happens if the process was terminated
+// already (a second Kill of a killed process got there first).
 func (p *process) terminate(reason error) {
+	if gen.ProcessState(p.state.Swap(int32(gen.ProcessStateTerminated))) == gen.ProcessStateTerminated {
+		return
+	}
+	unwrapped := reason
 	if u := errors.Unwrap(reason); u != nil {
-		reason = u
+		unwrapped = u
 	}
-	if p.getState() == gen.ProcessStateZombee {
-		reason = gen.TerminateReasonKill
-	}
-	p.node.unregisterProcess(p, reason)
+	p.node.unregisterProcess(p, unwrapped)
 	p.callTerminate(reason)
-	p.state.Store(int32(gen.ProcessStateTerminated))
 	p.drain()
 }
 
@@ -389,33 +393,47 @@ func (n *node) unregisterProcess(p *process, reason error) {
 	n.signal()
 }
 
-// Kill turns a process into a zombee: it is unregistered at once with
-// TerminateReasonKill; its goroutine ends after the current callback.
+// Kill terminates a process with TerminateReasonKill (framework:
+// node.Kill). A process inside a callback (Running or WaitResponse) only
+// becomes a zombee: it stays registered, and is unregistered (its
+// consumers notified) once the callback returns. Any other process is
+// unregistered at once and ProcessTerminate runs in a new goroutine.
 func (n *node) Kill(pid gen.PID) error {
 	p, err := n.localProcess(pid)
 	if err != nil {
 		return err
 	}
-	var old gen.ProcessState
 	for {
-		old = p.getState()
-		if old == gen.ProcessStateTerminated || old == gen.ProcessStateZombee {
+		old := p.getState()
+		switch old {
+		case gen.ProcessStateTerminated:
 			return gen.ErrProcessTerminated
-		}
-		if p.casState(old, gen.ProcessStateZombee) {
-			break
+		case gen.ProcessStateRunning, gen.ProcessStateWaitResponse:
+			if p.casState(old, gen.ProcessStateZombee) {
+				return nil
+			}
+		case gen.ProcessStateInit:
+			// ProcessInit still runs: spawn fails once it returns
+			if p.casState(old, gen.ProcessStateZombee) {
+				n.unregisterProcess(p, gen.TerminateReasonKill)
+				return nil
+			}
+		case gen.ProcessStateZombee:
+			// killed already; it ends when its callback returns
+			return nil
+		default: // sleeping
+			if p.casState(old, gen.ProcessStateTerminated) {
+				n.unregisterProcess(p, gen.TerminateReasonKill)
+				n.goStart()
+				go func() {
+					defer n.goDone()
+					p.callTerminate(gen.TerminateReasonKill)
+					p.drain()
+				}()
+				return nil
+			}
 		}
 	}
-	n.unregisterProcess(p, gen.TerminateReasonKill)
-	if old == gen.ProcessStateSleep {
-		n.goStart()
-		go func() {
-			defer n.goDone()
-			p.callTerminate(gen.TerminateReasonKill)
-			p.drain()
-		}()
-	}
-	return nil
 }
 
 // localProcess looks up a live local process by PID.

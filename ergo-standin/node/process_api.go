@@ -96,9 +96,10 @@ func (p *process) SendProcessID(to gen.ProcessID, message any) error { return p.
 func (p *process) SendAlias(to gen.Alias, message any) error         { return p.Send(to, message) }
 func (p *process) SendImportant(to any, message any) error           { return p.Send(to, message) }
 
-// SendWithPriority sends a regular message with the given priority.
+// SendWithPriority sends a regular message with the given priority; also
+// allowed from ProcessTerminate (state Terminated), as in the framework.
 func (p *process) SendWithPriority(to any, message any, priority gen.MessagePriority) error {
-	if !p.canAct() {
+	if !p.canAct() && p.getState() != gen.ProcessStateTerminated {
 		return gen.ErrNotAllowed
 	}
 	if err := p.node.routeSend(p.pid, to, message, priority); err != nil {
@@ -223,36 +224,12 @@ func (p *process) Inspect(target gen.PID, item ...string) (map[string]string, er
 	return p.node.inspect(p.pid, target, item)
 }
 
-// Link links a local name (Atom), PID, ProcessID or Alias: the process
-// receives an exit signal when the target goes away.
-func (p *process) Link(target any) error {
-	t, ok := p.relationTarget(target)
-	if !ok {
-		return gen.ErrUnsupported
-	}
-	return p.node.addRelation(p.pid, t, true)
-}
-
-func (p *process) Unlink(target any) error {
-	t, ok := p.relationTarget(target)
-	if !ok {
-		return gen.ErrUnsupported
-	}
-	return p.node.removeRelation(p.pid, t, true)
-}
-
-func (p *process) LinkPID(target gen.PID) error             { return p.Link(target) }
-func (p *process) UnlinkPID(target gen.PID) error           { return p.Unlink(target) }
-func (p *process) LinkProcessID(target gen.ProcessID) error { return p.Link(target) }
-func (p *process) UnlinkProcessID(target gen.ProcessID) error {
-	return p.Unlink(target)
-}
-func (p *process) LinkAlias(target gen.Alias) error   { return p.Link(target) }
-func (p *process) UnlinkAlias(target gen.Alias) error { return p.Unlink(target) }
-func (p *process) LinkNode(target gen.Atom) error     { return p.node.addRelation(p.pid, target, true) }
-func (p *process) UnlinkNode(target gen.Atom) error {
-	return p.node.removeRelation(p.pid, target, true)
-}
+// Links and monitors follow node/process.go of the framework: allowed only
+// while the process is Running (inside a callback; gen.ErrNotAllowed from
+// Init, or from another goroutine while the process sleeps), an existing
+// relation is gen.ErrTargetExist, a missing one gen.ErrTargetUnknown. A
+// remote target blocks the caller until the peer answers or
+// gen.DefaultRequestTimeout seconds pass (see relations.go).
 
 // relationTarget turns what Link and Monitor accept (a local name, a PID,
 // a ProcessID or an Alias) into the target of a relation.
@@ -266,13 +243,94 @@ func (p *process) relationTarget(target any) (any, bool) {
 	return nil, false
 }
 
+// ownsAlias reports whether alias is one of the process's aliases.
+func (p *process) ownsAlias(alias gen.Alias) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for _, a := range p.aliases {
+		if a == alias {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *process) relate(target any, link bool) error {
+	if p.getState() != gen.ProcessStateRunning {
+		return gen.ErrNotAllowed
+	}
+	if link {
+		switch t := target.(type) {
+		case gen.PID:
+			if t == p.pid {
+				return gen.ErrNotAllowed
+			}
+		case gen.ProcessID:
+			if t.Name == p.getName() && t.Node == p.node.name {
+				return gen.ErrNotAllowed
+			}
+		case gen.Alias:
+			if p.ownsAlias(t) {
+				return gen.ErrNotAllowed
+			}
+		}
+	}
+	if p.node.targets.has(p.pid, target, link) {
+		return gen.ErrTargetExist
+	}
+	if node, ok := target.(gen.Atom); ok {
+		return p.node.addNodeRelation(p.pid, node, link)
+	}
+	return p.node.addRelation(p.pid, target, link)
+}
+
+func (p *process) unrelate(target any, link bool) error {
+	if p.getState() != gen.ProcessStateRunning {
+		return gen.ErrNotAllowed
+	}
+	if !p.node.targets.has(p.pid, target, link) {
+		return gen.ErrTargetUnknown
+	}
+	if node, ok := target.(gen.Atom); ok {
+		return p.node.removeNodeRelation(p.pid, node, link)
+	}
+	return p.node.removeRelation(p.pid, target, link)
+}
+
+// Link links a local name (Atom), PID, ProcessID or Alias: the process
+// receives an exit signal when the target goes away.
+func (p *process) Link(target any) error {
+	t, ok := p.relationTarget(target)
+	if !ok {
+		return gen.ErrUnsupported
+	}
+	return p.relate(t, true)
+}
+
+func (p *process) Unlink(target any) error {
+	t, ok := p.relationTarget(target)
+	if !ok {
+		return gen.ErrUnsupported
+	}
+	return p.unrelate(t, true)
+}
+
+func (p *process) LinkPID(target gen.PID) error               { return p.relate(target, true) }
+func (p *process) UnlinkPID(target gen.PID) error             { return p.unrelate(target, true) }
+func (p *process) LinkProcessID(target gen.ProcessID) error   { return p.relate(target, true) }
+func (p *process) UnlinkProcessID(target gen.ProcessID) error { return p.unrelate(target, true) }
+func (p *process) LinkAlias(target gen.Alias) error           { return p.relate(target, true) }
+func (p *process) UnlinkAlias(target gen.Alias) error         { return p.unrelate(target, true) }
+func (p *process) LinkNode(target gen.Atom) error             { return p.relate(target, true) }
+func (p *process) UnlinkNode(target gen.Atom) error           { return p.unrelate(target, true) }
+
 // Monitor monitors a local name (Atom), PID, ProcessID or Alias.
 func (p *process) Monitor(target any) error {
 	t, ok := p.relationTarget(target)
 	if !ok {
 		return gen.ErrUnsupported
 	}
-	return p.node.addRelation(p.pid, t, false)
+	return p.relate(t, false)
 }
 
 func (p *process) Demonitor(target any) error {
@@ -280,21 +338,17 @@ func (p *process) Demonitor(target any) error {
 	if !ok {
 		return gen.ErrUnsupported
 	}
-	return p.node.removeRelation(p.pid, t, false)
+	return p.unrelate(t, false)
 }
 
-func (p *process) MonitorPID(pid gen.PID) error               { return p.Monitor(pid) }
-func (p *process) DemonitorPID(pid gen.PID) error             { return p.Demonitor(pid) }
-func (p *process) MonitorProcessID(pid gen.ProcessID) error   { return p.Monitor(pid) }
-func (p *process) DemonitorProcessID(pid gen.ProcessID) error { return p.Demonitor(pid) }
-func (p *process) MonitorAlias(alias gen.Alias) error         { return p.Monitor(alias) }
-func (p *process) DemonitorAlias(alias gen.Alias) error       { return p.Demonitor(alias) }
-func (p *process) MonitorNode(node gen.Atom) error {
-	return p.node.addRelation(p.pid, node, false)
-}
-func (p *process) DemonitorNode(node gen.Atom) error {
-	return p.node.removeRelation(p.pid, node, false)
-}
+func (p *process) MonitorPID(pid gen.PID) error               { return p.relate(pid, false) }
+func (p *process) DemonitorPID(pid gen.PID) error             { return p.unrelate(pid, false) }
+func (p *process) MonitorProcessID(pid gen.ProcessID) error   { return p.relate(pid, false) }
+func (p *process) DemonitorProcessID(pid gen.ProcessID) error { return p.unrelate(pid, false) }
+func (p *process) MonitorAlias(alias gen.Alias) error         { return p.relate(alias, false) }
+func (p *process) DemonitorAlias(alias gen.Alias) error       { return p.unrelate(alias, false) }
+func (p *process) MonitorNode(node gen.Atom) error            { return p.relate(node, false) }
+func (p *process) DemonitorNode(node gen.Atom) error          { return p.unrelate(node, false) }
 
 // CreateAlias makes a new alias routed to this process.
 func (p *process) CreateAlias() (gen.Alias, error) {
@@ -328,7 +382,7 @@ func (p *process) DeleteAlias(alias gen.Alias) error {
 	p.node.mu.Lock()
 	delete(p.node.aliases, alias)
 	p.node.mu.Unlock()
-	p.node.notifyTarget(p.pid, alias, gen.TerminateReasonNormal)
+	p.node.notifyTarget(p.pid, alias, gen.ErrUnregistered)
 	return nil
 }
 

@@ -1,10 +1,9 @@
 package node
 
 import (
-	"errors"
-
 	"ergo.services/ergo/gen"
 	"ergo.services/ergo/internal/netstack"
+	"ergo.services/ergo/internal/testhook"
 )
 
 var _ netstack.Handler = (*node)(nil)
@@ -12,6 +11,7 @@ var _ netstack.Handler = (*node)(nil)
 // HandleFrame routes a frame from peer to local processes.
 func (n *node) HandleFrame(peer gen.Atom, creation int64, f netstack.Frame) {
 	<-n.netReady
+	testhook.Frame(n.name, peer)
 	switch f.Kind {
 	case netstack.FrameSend:
 		if targetNode(f.To) == n.name {
@@ -29,27 +29,39 @@ func (n *node) HandleFrame(peer gen.Atom, creation int64, f netstack.Frame) {
 		}
 
 	case netstack.FrameMonitor, netstack.FrameLink:
+		// framework: connection.routeMessage -> RouteMonitor*/RouteLink*
+		// on this node, answered with MessageResult
 		link := f.Kind == netstack.FrameLink
 		err := gen.ErrProcessUnknown
 		if targetNode(f.To) == n.name {
 			err = n.addLocalRelation(f.From, f.To, link)
-			if errors.Is(err, gen.ErrTargetExist) {
-				err = nil
-			}
 		}
-		reply := netstack.Frame{Kind: netstack.FrameReply, From: n.core, To: f.From, Ref: f.Ref, Err: err}
-		if serr := n.net.SendFrame(peer, reply); serr != nil {
-			n.log.Trace("reply to %s: %s", peer, serr)
-		}
+		n.reply(peer, f, err)
 
 	case netstack.FrameDemonitor, netstack.FrameUnlink:
-		n.targets.remove(f.From, f.To, f.Kind == netstack.FrameUnlink)
+		link := f.Kind == netstack.FrameUnlink
+		if f.Ref == (gen.Ref{}) {
+			// a consumer of peer died: forget its relation, no answer
+			n.targets.remove(f.From, f.To, link)
+			break
+		}
+		err := gen.ErrProcessUnknown
+		if targetNode(f.To) == n.name {
+			err = n.removeLocalRelation(f.From, f.To, link)
+		}
+		n.reply(peer, f, err)
 
 	case netstack.FrameDown, netstack.FrameExit:
+		// framework: RouteTerminate* on this node, run for the target of
+		// a remote termination
 		link := f.Kind == netstack.FrameExit
 		consumer, ok := f.To.(gen.PID)
-		if ok && n.targets.remove(consumer, f.Target, link) {
-			n.notifyLocal(consumer, f.From, f.Target, link, f.Err)
+		if !ok || consumer.Node != n.name {
+			break
+		}
+		from := n.noticeFrom(f.Target)
+		if n.targets.takeNotice(consumer, f.Target, link, from, f.Err) {
+			n.notifyLocal(consumer, from, f.Target, link, f.Err)
 		}
 
 	case netstack.FrameExitSignal:
@@ -67,12 +79,21 @@ func (n *node) HandleConnected(peer gen.Atom) {
 	n.log.Trace("connected to %s", peer)
 }
 
-// HandleDisconnected delivers ErrNoConnection downs and exits for every
-// relation on a target of peer and forgets relations owned by peer.
+// reply answers a relation request of peer.
+func (n *node) reply(peer gen.Atom, f netstack.Frame, err error) {
+	r := netstack.Frame{Kind: netstack.FrameReply, From: n.core, To: f.From, Ref: f.Ref, Err: err}
+	if serr := n.net.SendFrame(peer, r); serr != nil {
+		n.log.Trace("reply to %s: %s", peer, serr)
+	}
+}
+
+// HandleDisconnected delivers ErrNoConnection downs and exits, from the
+// core PID, for every relation on a target of peer and forgets relations
+// owned by peer (framework: RouteNodeDown). Requests waiting for an answer
+// from peer keep waiting until their timeout.
 func (n *node) HandleDisconnected(peer gen.Atom) {
 	<-n.netReady
-	n.waiters.failPeer(peer, gen.ErrNoConnection)
-	for _, nt := range n.targets.takePeer(peer) {
+	for _, nt := range n.targets.takePeer(peer, n.core, gen.ErrNoConnection) {
 		if nt.consumer.Node == n.name {
 			n.notifyLocal(nt.consumer, n.core, nt.target, nt.link, gen.ErrNoConnection)
 		}

@@ -135,7 +135,7 @@ func (n *node) routeRequest(from gen.PID, to any, ref gen.Ref, request any, prio
 // call sends a request from 'from' and waits for the response.
 func (n *node) call(from gen.PID, to any, request any, priority gen.MessagePriority, timeout int) (any, error) {
 	ref := n.MakeRef()
-	w := n.waiters.add(ref, from, "")
+	w := n.waiters.add(ref, from)
 	if err := n.routeRequest(from, to, ref, request, priority); err != nil {
 		n.waiters.remove(ref)
 		return nil, err
@@ -163,11 +163,14 @@ func (n *node) deliverExit(p *process, from gen.PID, message any) error {
 	return p.push(gen.MessagePriorityMax, m)
 }
 
-// deliverDown pushes a down message onto the System queue of p.
+// deliverDown pushes a down message onto the System queue of p, as the
+// framework's RouteSendPID with MessagePriorityHigh does (Target is the
+// consumer PID there too).
 func (n *node) deliverDown(p *process, from gen.PID, message any) error {
 	m := gen.TakeMailboxMessage()
 	m.From = from
 	m.Type = gen.MailboxMessageTypeRegular
+	m.Target = p.pid
 	m.Message = message
 	return p.push(gen.MessagePriorityHigh, m)
 }
@@ -202,8 +205,11 @@ func (n *node) notifyLocal(consumer gen.PID, from gen.PID, target any, link bool
 	n.deliverDown(p, from, downMessage(target, reason))
 }
 
-// notifyTarget tells every consumer of a local target that it is gone.
-func (n *node) notifyTarget(from gen.PID, target any, reason error) {
+// notifyTarget tells every consumer of a local target that it is gone
+// (dead is the process it belonged to). Local consumers get the notice
+// from noticeFrom(target); the node of a remote consumer does the same.
+func (n *node) notifyTarget(dead gen.PID, target any, reason error) {
+	from := n.noticeFrom(target)
 	for _, nt := range n.targets.takeTarget(target) {
 		if nt.consumer.Node == n.name {
 			n.notifyLocal(nt.consumer, from, target, nt.link, reason)
@@ -214,7 +220,7 @@ func (n *node) notifyTarget(from gen.PID, target any, reason error) {
 			kind = netstack.FrameExit
 		}
 		n.remoteIfConnected(nt.consumer.Node, netstack.Frame{
-			Kind: kind, From: from, To: nt.consumer, Target: target, Err: reason,
+			Kind: kind, From: dead, To: nt.consumer, Target: target, Err: reason,
 		})
 	}
 }

@@ -27,6 +27,21 @@ type targets struct {
 	monitors map[any]map[gen.PID]struct{}
 	links    map[any]map[gen.PID]struct{}
 	owned    map[gen.PID]map[relation]struct{}
+	// pending holds the relations on a remote target whose request is still
+	// waiting for the peer's answer (see addRemoteRelation).
+	pending map[pendingKey]*held
+}
+
+type pendingKey struct {
+	consumer gen.PID
+	relation
+}
+
+// held is a down or exit that arrived while its relation was pending.
+type held struct {
+	set    bool
+	from   gen.PID
+	reason error
 }
 
 func newTargets() *targets {
@@ -34,7 +49,80 @@ func newTargets() *targets {
 		monitors: make(map[any]map[gen.PID]struct{}),
 		links:    make(map[any]map[gen.PID]struct{}),
 		owned:    make(map[gen.PID]map[relation]struct{}),
+		pending:  make(map[pendingKey]*held),
 	}
+}
+
+// has reports whether consumer has the relation (a pending one does not
+// count: the framework records a remote relation only once the peer
+// accepted it).
+func (t *targets) has(consumer gen.PID, target any, link bool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, pending := t.pending[pendingKey{consumer, relation{target, link}}]; pending {
+		return false
+	}
+	_, exist := t.table(link)[target][consumer]
+	return exist
+}
+
+// addPending records a relation on a remote target before its request is
+// sent and marks it pending.
+func (t *targets) addPending(consumer gen.PID, target any, link bool) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.addLocked(consumer, target, link); err != nil {
+		return err
+	}
+	t.pending[pendingKey{consumer, relation{target, link}}] = &held{}
+	return nil
+}
+
+// settle ends the pending state of a relation. With accepted == false the
+// relation is dropped along with any held notice. With accepted == true a
+// held notice (if any) is returned for delivery; otherwise the relation
+// stays.
+func (t *targets) settle(consumer gen.PID, target any, link bool, accepted bool) (held, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	key := pendingKey{consumer, relation{target, link}}
+	h := t.pending[key]
+	delete(t.pending, key)
+	if h == nil {
+		return held{}, false
+	}
+	if h.set {
+		return *h, accepted
+	}
+	if !accepted {
+		t.removeLocked(consumer, target, link)
+	}
+	return held{}, false
+}
+
+// holdLocked keeps the notice of a pending relation instead of delivering
+// it; false if the relation is not pending. The relation itself is removed.
+func (t *targets) holdLocked(consumer gen.PID, target any, link bool, from gen.PID, reason error) bool {
+	h := t.pending[pendingKey{consumer, relation{target, link}}]
+	if h == nil {
+		return false
+	}
+	if !h.set {
+		*h = held{set: true, from: from, reason: reason}
+	}
+	t.removeLocked(consumer, target, link)
+	return true
+}
+
+// takeNotice removes a relation a down or exit arrived for. deliver is
+// false if the relation is unknown, or pending (the notice is then held).
+func (t *targets) takeNotice(consumer gen.PID, target any, link bool, from gen.PID, reason error) (deliver bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.holdLocked(consumer, target, link, from, reason) {
+		return false
+	}
+	return t.removeLocked(consumer, target, link)
 }
 
 func (t *targets) table(link bool) map[any]map[gen.PID]struct{} {
@@ -147,9 +235,10 @@ func targetNode(target any) gen.Atom {
 	return ""
 }
 
-// takePeer removes every relation on a target of peer (returned) and every
-// relation whose consumer lives on peer (dropped).
-func (t *targets) takePeer(peer gen.Atom) []notice {
+// takePeer removes every relation on a target of peer (returned; pending
+// ones are held with from and reason instead) and every relation whose
+// consumer lives on peer (dropped).
+func (t *targets) takePeer(peer gen.Atom, from gen.PID, reason error) []notice {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []notice
@@ -166,9 +255,15 @@ func (t *targets) takePeer(peer gen.Atom) []notice {
 			}
 		}
 	}
+	deliver := out[:0]
 	for _, nt := range out {
+		if t.holdLocked(nt.consumer, nt.target, nt.link, from, reason) {
+			continue
+		}
 		t.removeLocked(nt.consumer, nt.target, nt.link)
+		deliver = append(deliver, nt)
 	}
+	out = deliver
 	var remote []gen.PID
 	for consumer := range t.owned {
 		if consumer.Node == peer {
@@ -189,7 +284,9 @@ func (t *targets) list(consumer gen.PID) []relation {
 	defer t.mu.Unlock()
 	var out []relation
 	for r := range t.owned[consumer] {
-		out = append(out, r)
+		if _, pending := t.pending[pendingKey{consumer, r}]; !pending {
+			out = append(out, r)
+		}
 	}
 	return out
 }

@@ -12,10 +12,9 @@ type response struct {
 	err   error
 }
 
-// waiter is a pending Call, Inspect or remote Monitor/Link request.
+// waiter is a pending Call, Inspect or remote link/monitor request.
 type waiter struct {
 	owner gen.PID
-	peer  gen.Atom // set for remote monitor/link replies
 	ch    chan response
 }
 
@@ -27,8 +26,8 @@ type waiters struct {
 
 func newWaiters() *waiters { return &waiters{m: make(map[gen.Ref]*waiter)} }
 
-func (w *waiters) add(ref gen.Ref, owner gen.PID, peer gen.Atom) *waiter {
-	wt := &waiter{owner: owner, peer: peer, ch: make(chan response, 1)}
+func (w *waiters) add(ref gen.Ref, owner gen.PID) *waiter {
+	wt := &waiter{owner: owner, ch: make(chan response, 1)}
 	w.mu.Lock()
 	w.m[ref] = wt
 	w.mu.Unlock()
@@ -56,22 +55,6 @@ func (w *waiters) deliver(owner gen.PID, ref gen.Ref, r response) bool {
 		wt.ch <- r
 	}
 	return ok
-}
-
-// failPeer fails every monitor/link reply awaited from peer.
-func (w *waiters) failPeer(peer gen.Atom, err error) {
-	w.mu.Lock()
-	var fail []*waiter
-	for ref, wt := range w.m {
-		if wt.peer == peer {
-			fail = append(fail, wt)
-			delete(w.m, ref)
-		}
-	}
-	w.mu.Unlock()
-	for _, wt := range fail {
-		wt.ch <- response{err: err}
-	}
 }
 
 func (w *waiters) failAll(err error) {

@@ -131,6 +131,8 @@ func watch(t testing.TB, n gen.Node, targets ...any) (gen.PID, chan any) {
 	return pid, out
 }
 
+// StopForce kills the (sleeping) processes before the connections drop:
+// remote monitors of a process see it killed, node monitors the node down.
 func TestRemoteMonitorStopForce(t *testing.T) {
 	a, b := pair(t)
 	pb, _ := b.SpawnRegister("pb", newProbe(make(chan any, 10)), gen.ProcessOptions{})
@@ -140,12 +142,12 @@ func TestRemoteMonitorStopForce(t *testing.T) {
 	for len(seen) < 3 {
 		switch m := recv(t, out).(type) {
 		case gen.MessageDownPID:
-			if m.PID != pb || !errors.Is(m.Reason, gen.ErrNoConnection) {
+			if m.PID != pb || !errors.Is(m.Reason, gen.TerminateReasonKill) {
 				t.Fatalf("down pid %#v", m)
 			}
 			seen["pid"] = true
 		case gen.MessageDownProcessID:
-			if m.ProcessID.Name != "pb" || !errors.Is(m.Reason, gen.ErrNoConnection) {
+			if m.ProcessID.Name != "pb" || !errors.Is(m.Reason, gen.TerminateReasonKill) {
 				t.Fatalf("down name %#v", m)
 			}
 			seen["name"] = true
