@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"net"
 	"reflect"
 	"time"
 )
@@ -286,7 +287,52 @@ type NetworkProto interface {
 	Version() Version
 }
 
-// NetworkHandshake is a handshake implementation (minimal).
+// NetworkHandshake is a handshake implementation (the framework's method
+// set). The stand-in's implementation is ergo.services/ergo/net/handshake.
 type NetworkHandshake interface {
+	NetworkFlags() NetworkFlags
+	// Start runs the dialing side of the handshake on a new TCP connection.
+	Start(NodeHandshake, net.Conn, HandshakeOptions) (HandshakeResult, error)
+	// Join adds a TCP link to the connection with the given ID (dialing side).
+	Join(NodeHandshake, net.Conn, string, HandshakeOptions) ([]byte, error)
+	// Accept runs the accepting side (a new connection or a Join).
+	Accept(NodeHandshake, net.Conn, HandshakeOptions) (HandshakeResult, error)
 	Version() Version
+}
+
+// NodeHandshake is what a handshake learns about the local node.
+type NodeHandshake interface {
+	Name() Atom
+	Creation() int64
+	Version() Version
+}
+
+// HandshakeOptions configure one handshake.
+type HandshakeOptions struct {
+	Cookie         string
+	Flags          NetworkFlags
+	CertManager    CertManager
+	MaxMessageSize int
+}
+
+// HandshakeResult is what a handshake established. Custom carries
+// implementation data for the protocol (net/handshake.ConnectionOptions).
+type HandshakeResult struct {
+	HandshakeVersion Version
+
+	ConnectionID       string
+	Peer               Atom
+	PeerCreation       int64
+	PeerVersion        Version
+	PeerFlags          NetworkFlags
+	PeerMaxMessageSize int
+
+	NodeFlags          NetworkFlags
+	NodeMaxMessageSize int
+
+	AtomMapping map[Atom]Atom
+
+	// Tail holds bytes read past the handshake; they belong to the protocol.
+	Tail   []byte
+	Custom any
 }

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"errors"
 	"net"
 	"strconv"
 	"testing"
@@ -32,7 +33,8 @@ func netNode(t testing.TB, prefix, cookie string) gen.Node {
 			Acceptors: []gen.AcceptorOptions{{Host: "127.0.0.1"}},
 		},
 	})
-	if err := n.Network().RegisterTypes([]any{Ping{}, Pong{}}); err != nil {
+	// one registry per OS process: the first node registers them
+	if err := n.Network().RegisterTypes([]any{Ping{}, Pong{}}); err != nil && !errors.Is(err, gen.ErrTaken) {
 		t.Fatalf("register types: %s", err)
 	}
 	return n

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"ergo.services/ergo/gen"
+	"ergo.services/ergo/net/handshake"
 )
 
 func (s *Stack) acceptLoop(a *acceptor) {
@@ -29,26 +30,80 @@ func (s *Stack) acceptLoop(a *acceptor) {
 		s.pending[nc] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.accept(a, nc)
+		// One handshake at a time, as the framework's accept loop: a
+		// connection is registered before the next socket (its extra
+		// links' Joins) is handshaken.
+		s.accept(a, nc)
 	}
 }
 
-// accept runs the acceptor side of the handshake on one socket. Failures
-// are logged and close only this socket.
+// accept runs the acceptor side of the handshake on one socket and
+// registers the connection, or joins the link to one. Failures are logged
+// and close only this socket.
 func (s *Stack) accept(a *acceptor, nc net.Conn) {
 	defer s.wg.Done()
 	defer s.untrack(nc)
-	peer, err := s.acceptHandshake(a, nc)
+	res, err := s.acceptHandshake(a, nc)
 	if err != nil {
 		nc.Close()
-		if !s.isStopped() {
-			if peer != "" {
-				s.log.warning("handshake with %s (%s) failed: %v", peer, nc.RemoteAddr(), err)
-			} else {
-				s.log.warning("handshake with %s failed: %v", nc.RemoteAddr(), err)
-			}
+		switch {
+		case s.isStopped():
+		case errors.Is(err, gen.ErrTaken):
+			// simultaneous connect: the peer uses the connection we dialed
+		case res.Peer != "":
+			s.log.warning("unable to handshake with %s (%s): %v", res.Peer, nc.RemoteAddr(), err)
+		default:
+			s.log.warning("unable to handshake with %s: %v", nc.RemoteAddr(), err)
 		}
+		return
 	}
+	if res.Peer == "" {
+		s.log.warning("%s did not introduce itself, closing the connection", nc.RemoteAddr())
+		nc.Close()
+		return
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	old := s.conns[res.Peer]
+	if res.PeerCreation == 0 {
+		// A Join (the framework's NewConnection refuses to make a
+		// connection of it when there is none to join).
+		s.mu.Unlock()
+		if old == nil {
+			s.log.warning("unable to create new connection with %s: %v", res.Peer, gen.ErrNotAllowed)
+			nc.Close()
+			return
+		}
+		if err := old.join(nc, res.ConnectionID, res.Tail); err != nil {
+			s.log.trace("unable to join %s to the existing connection with %s: %v", nc.RemoteAddr(), res.Peer, err)
+			nc.Close()
+		}
+		return
+	}
+	if old != nil && s.bugSimultaneous {
+		// v320: the accepted socket is joined to the existing connection,
+		// whose ID differs.
+		s.mu.Unlock()
+		s.log.trace("unable to join %s to the existing connection with %s: connection id mismatch", nc.RemoteAddr(), res.Peer)
+		nc.Close()
+		return
+	}
+	opts, ok := res.Custom.(handshake.ConnectionOptions)
+	if !ok {
+		s.mu.Unlock()
+		s.log.warning("unable to create new connection with %s: HandshakeResult.Custom has unknown type", res.Peer)
+		nc.Close()
+		return
+	}
+	// Otherwise the new connection wins: an older one from the same peer
+	// is stale, or was dialed by the larger name in a simultaneous connect.
+	c := newConn(s, res.ConnectionID, introFrom(res), false, res.NodeMaxMessageSize, opts.PoolSize, nil)
+	s.installLocked(c, nc, res.Tail)
+	s.mu.Unlock()
 }
 
 func (s *Stack) isStopped() bool {
@@ -57,78 +112,43 @@ func (s *Stack) isStopped() bool {
 	return s.stopped
 }
 
-func (s *Stack) acceptHandshake(a *acceptor, nc net.Conn) (_ gen.Atom, err error) {
+func (s *Stack) acceptHandshake(a *acceptor, nc net.Conn) (res gen.HandshakeResult, err error) {
 	defer catch(&err)
 	nc.SetDeadline(time.Now().Add(s.handshakeTimeout(a.spec.HandshakeTimeout)))
-	h := newHSConn(nc, a.spec.HandshakeMaxMessageSize)
-	cookie := a.Cookie()
-	me := s.intro()
-	if a.maxMsg > 0 {
-		me.maxMsg = a.maxMsg
+	opts := gen.HandshakeOptions{
+		Cookie:         a.handshakeCookie(),
+		Flags:          a.NetworkFlags(),
+		MaxMessageSize: a.MaxMessageSize(),
 	}
-	peer, saltA, digestA, err := acceptHello(h, me, cookie)
-	if err != nil {
-		return peer.name, err
-	}
-	if err := acceptProof(h, saltA, digestA, cookie); err != nil {
-		return peer.name, err
-	}
-	c := newConn(s, h, peer, false, me.maxMsg)
-	// Hold the write lock until the verdict is out: once installed, senders
-	// may use the connection, and their frames must follow the verdict.
-	c.wmu.Lock()
-	verdict := s.admit(c)
-	err = sendVerdict(h, verdict, "network stopped")
+	res, err = a.hs.Accept(hsNode{s: s}, nc, opts)
 	nc.SetDeadline(time.Time{})
-	c.wmu.Unlock()
-	if err != nil && verdict == hsOK {
-		c.closeBy("sending the verdict failed: " + err.Error())
-		return peer.name, nil // the reader reports the disconnect
-	}
-	if verdict != hsOK {
-		nc.Close()
-	}
-	return peer.name, nil
+	return res, err
 }
 
-// admit decides about an authenticated incoming connection. On a
-// simultaneous connect both nodes dial; the connection dialed by the
-// lexically smaller node name wins on both sides.
-func (s *Stack) admit(c *conn) byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return hsRejects
+// handshakeCookie is the cookie the accept loop authenticates with (see
+// acceptor.hsCookie).
+func (a *acceptor) handshakeCookie() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.hsCookie == "" {
+		a.hsCookie = a.s.Cookie()
 	}
-	old := s.conns[c.peer]
-	if old != nil && old.dialer && s.name < c.peer {
-		s.log.debug("simultaneous connect with %s: keeping the connection this node dialed", c.peer)
-		return hsExists // ours wins; the peer uses it
-	}
-	if _, dialing := s.dials[c.peer]; dialing && old == nil && s.name < c.peer {
-		s.log.debug("simultaneous connect with %s: this node's dial wins", c.peer)
-		return hsExists // our dial in progress wins
-	}
-	// Otherwise the incoming one wins. An older connection from the same
-	// peer is stale: the peer only dials when it has no connection to us.
-	s.installLocked(c)
-	return hsOK
+	return a.hsCookie
 }
 
 // Acceptor view for gen.Network.Acceptors.
 
-// Cookie returns the acceptor's cookie, or the network cookie.
+// Cookie returns what the framework's acceptor reports: the network cookie
+// at start when AcceptorOptions.Cookie was empty, otherwise "" (or what
+// SetCookie set). It is not what the acceptor authenticates with.
 func (a *acceptor) Cookie() string {
 	a.mu.Lock()
-	c := a.cookie
-	a.mu.Unlock()
-	if c == "" {
-		return a.s.Cookie()
-	}
-	return c
+	defer a.mu.Unlock()
+	return a.cookie
 }
 
-// SetCookie sets a cookie for this acceptor only.
+// SetCookie changes what Cookie reports; as in the framework, the accept
+// loop does not read it.
 func (a *acceptor) SetCookie(cookie string) {
 	a.mu.Lock()
 	a.cookie = cookie
@@ -179,7 +199,7 @@ func (a *acceptor) Info() gen.AcceptorInfo {
 		Flags:            a.NetworkFlags(),
 		CustomRegistrar:  a.s.opts.Network.Registrar != nil,
 		RegistrarServer:  "127.0.0.1:4499",
-		HandshakeVersion: HandshakeVersion,
+		HandshakeVersion: a.hs.Version(),
 		ProtoVersion:     ProtoVersion,
 	}
 }

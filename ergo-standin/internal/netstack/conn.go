@@ -2,49 +2,115 @@ package netstack
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"ergo.services/ergo/gen"
+	"ergo.services/ergo/internal/netstack/edf"
 )
 
-// conn is an authenticated connection to a peer.
+// conn is an authenticated connection to a peer: a pool of TCP links, as
+// in the framework's net/proto (connection.go Join/serve/send, enp.go Serve):
+//
+//   - The accepting side's handshake sets the pool size (3 by default) and
+//     advertises the local address of the accepted socket. The dialing
+//     side joins the extra links right after the first one, each straight
+//     to that address; an extra link that cannot be dialed is skipped.
+//   - A link that ends on the dialing side is re-dialed (Join) to the
+//     advertised addresses in random order; only when none answers does
+//     it leave the pool. The accepting side never re-dials: its link
+//     leaves the pool when its socket ends.
+//   - The connection is lost (HandleDisconnected) when its last link left.
+//     An accepting side that drops the connection while its node runs
+//     answers the dialer's re-dials with a valid Join and then closes
+//     them, because it has no connection for them: the dialing side never
+//     loses the connection that way and keeps re-dialing (see relinkPause).
+//   - Each link has one writer, bound to the socket the link started with
+//     (the framework's flusher): after a re-dial the dialing side still
+//     writes to the old, closed socket, so what it sends over a re-dialed
+//     link is dropped; it still reads what the peer sends there.
+//   - A frame goes over link (key % links), where key is the sender's
+//     PID ID % 255, so one sender keeps one link and per-sender order holds;
+//     key 0 (and downs, exits and monitor/link replies, which the framework
+//     sends without an order) takes the links round-robin.
 type conn struct {
 	s      *Stack
-	nc     net.Conn
-	br     *bufio.Reader // from the handshake: may hold early data frames
+	id     string // ConnectionID from the handshake
 	peer   gen.Atom
 	info   intro // what the peer told about itself
 	dialer bool  // this side dialed
 	since  time.Time
-	prev   *conn // must finish its teardown before this one connects
-	limit  int   // max incoming frame, as announced to the peer
+	prev   *conn    // must finish its teardown before this one connects
+	limit  int      // max incoming frame, as announced to the peer
+	nc     net.Conn // the socket of the first link
+	errs   edf.Errors
 
-	wmu       sync.Mutex // one writer at a time keeps frames whole
-	closeOnce sync.Once
-	reason    atomic.Value  // why this side closed it (string)
-	done      chan struct{} // closed after HandleDisconnected returned
+	poolSize int
+	poolDSN  []string
+	redial   func(dsn string) (net.Conn, []byte, error) // dialing side only
+
+	mu         sync.Mutex
+	pool       []*link
+	active     int  // link goroutines still serving or re-dialing
+	ended      bool // the last link goroutine ended
+	terminated atomic.Bool
+	rr         atomic.Uint32 // round-robin counter
+	closeOnce  sync.Once
+	reason     atomic.Value  // why this side closed it (string)
+	term       chan struct{} // closed by closeBy
+	ready      chan struct{} // closed after HandleConnected
+	gone       chan struct{} // closed when the last link goroutine ended
+	done       chan struct{} // closed after HandleDisconnected returned
 
 	msgIn, msgOut, bytesIn, bytesOut atomic.Uint64
 }
 
-func newConn(s *Stack, h *hsConn, peer intro, dialer bool, limit int) *conn {
+// link is one TCP link of the pool.
+type link struct {
+	w  *linkWriter
+	nc net.Conn // the socket it reads from now (changes on a re-dial); under conn.mu
+}
+
+// linkWriter writes frames to the socket a link started with.
+type linkWriter struct {
+	mu   sync.Mutex
+	nc   net.Conn
+	dead bool
+}
+
+// relinkPause spaces the re-dials of a link whose re-dialed socket ended
+// within a second. The framework re-dials at once, in a tight loop while
+// the peer keeps closing them; the pause only makes that loop cheaper.
+const relinkPause = 100 * time.Millisecond
+
+func newConn(s *Stack, id string, peer intro, dialer bool, limit int, poolSize int, poolDSN []string) *conn {
 	if limit <= 0 {
 		limit = DefaultMaxMessageSize
 	}
-	return &conn{s: s, nc: h.nc, br: h.br, peer: peer.name, info: peer, dialer: dialer,
-		limit: limit, since: time.Now(), done: make(chan struct{})}
+	return &conn{s: s, id: id, peer: peer.name, info: peer, dialer: dialer, limit: limit,
+		since: time.Now(), errs: s.reg.Errors(), poolSize: poolSize, poolDSN: poolDSN,
+		term: make(chan struct{}), ready: make(chan struct{}), gone: make(chan struct{}), done: make(chan struct{})}
 }
 
-// closeBy closes the socket; the reader notices and tears the rest down.
+// closeBy terminates the connection: every link's socket is closed and no
+// link re-dials; the readers notice and tear the rest down.
 func (c *conn) closeBy(reason string) {
 	c.closeOnce.Do(func() {
 		c.reason.Store(reason)
-		c.nc.Close()
+		c.mu.Lock()
+		c.terminated.Store(true)
+		close(c.term)
+		for _, l := range c.pool {
+			l.nc.Close()
+		}
+		c.mu.Unlock()
 	})
 }
 
@@ -53,27 +119,211 @@ func (c *conn) alive() bool {
 	case <-c.done:
 		return false
 	default:
-		return c.reason.Load() == nil
+		return !c.terminated.Load()
 	}
 }
 
-// send writes one sealed frame. A failed write closes the connection.
-func (c *conn) send(b []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := c.nc.Write(b); err != nil {
-		c.closeBy("write failed: " + err.Error())
-		return gen.ErrNoConnection
+// pool reports the pool size, the links in it and the advertised addresses.
+func (c *conn) poolInfo() (size, links int, dsn []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.poolSize, len(c.pool), append([]string(nil), c.poolDSN...)
+}
+
+// join adds a link to an established connection (the accepting side gets
+// the dialer's Join here).
+func (c *conn) join(nc net.Conn, id string, tail []byte) error {
+	if id != c.id {
+		return errors.New("connection id mismatch")
 	}
-	c.msgOut.Add(1)
-	c.bytesOut.Add(uint64(len(b)))
+	return c.addLink(nc, tail, false)
+}
+
+// addLink starts a link on nc. The first link is always taken (a connection
+// closed before it started still needs one link to end).
+func (c *conn) addLink(nc net.Conn, tail []byte, first bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !first {
+		if c.terminated.Load() || c.ended {
+			return errors.New("connection terminated")
+		}
+		if len(c.pool) > c.poolSize+1 {
+			return errors.New("pool size limit")
+		}
+	}
+	l := &link{w: &linkWriter{nc: nc}, nc: nc}
+	c.pool = append(c.pool, l)
+	c.active++
+	if c.terminated.Load() {
+		nc.Close()
+	}
+	c.s.wg.Add(1)
+	go c.serveLink(l, nc, tail)
 	return nil
 }
 
-// serve is the reader goroutine: it reports the connection, hands every
-// frame to the Handler in arrival order and reports the disconnect once.
-func (c *conn) serve() {
+// relinked makes nc the socket l reads from; false if the connection was
+// terminated meanwhile.
+func (c *conn) relinked(l *link, nc net.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.terminated.Load() {
+		return false
+	}
+	l.nc = nc
+	return true
+}
+
+// leave ends a link goroutine; the last one ends the connection.
+func (c *conn) leave(l *link) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.terminated.Load() {
+		for i, item := range c.pool {
+			if item == l {
+				c.pool[i] = c.pool[0]
+				c.pool = c.pool[1:]
+				break
+			}
+		}
+	}
+	c.active--
+	if c.active == 0 && !c.ended {
+		c.ended = true
+		close(c.gone)
+	}
+}
+
+// serveLink reads one link, re-dialing it on the dialing side.
+func (c *conn) serveLink(l *link, nc net.Conn, tail []byte) {
+	defer c.s.wg.Done()
+	defer c.leave(l)
+	redialed := false
+	for {
+		began := time.Now()
+		err := c.readLink(nc, tail)
+		nc.Close()
+		c.logLinkEnd(nc, err)
+		if c.redial == nil || c.terminated.Load() {
+			return
+		}
+		if redialed && time.Since(began) < time.Second {
+			t := time.NewTimer(relinkPause)
+			select {
+			case <-t.C:
+			case <-c.term:
+				t.Stop()
+				return
+			}
+		}
+		dsns := append([]string(nil), c.poolDSN...)
+		rand.Shuffle(len(dsns), func(i, j int) { dsns[i], dsns[j] = dsns[j], dsns[i] })
+		var next net.Conn
+		for _, dsn := range dsns {
+			if c.terminated.Load() {
+				return
+			}
+			c.s.log.trace("re-dialing %s (connection with %s)", dsn, c.peer)
+			n, t, err := c.redial(dsn)
+			if err != nil {
+				c.s.log.trace("re-dialing %s failed: %v", dsn, err)
+				continue
+			}
+			if !c.relinked(l, n) {
+				n.Close()
+				return
+			}
+			next, tail = n, t
+			break
+		}
+		if next == nil {
+			return
+		}
+		nc, redialed = next, true
+	}
+}
+
+// readLink hands every frame of one socket to the Handler, in order, once
+// the connection was reported. A frame that does not decode is logged and
+// dropped (the framework's handleRecvQueue); broken framing ends the link.
+func (c *conn) readLink(nc net.Conn, tail []byte) (err error) {
+	defer catch(&err)
+	var r io.Reader = nc
+	if len(tail) > 0 {
+		r = io.MultiReader(bytes.NewReader(tail), nc)
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	select {
+	case <-c.ready:
+	case <-c.term:
+		return nil
+	}
+	h := c.s.opts.Handler
+	for {
+		payload, err := readFrame(br, c.limit)
+		if err != nil {
+			return err
+		}
+		if payload[0] != msgData {
+			return protoErr("malformed packet (message type %d)", payload[0])
+		}
+		c.msgIn.Add(1)
+		c.bytesIn.Add(uint64(len(payload) + frameHeader))
+		f, err := decodeFrame(c.s.reg, c.errs, payload)
+		if errors.Is(err, errTrailing) {
+			c.s.log.warning("message from %s has extra bytes", c.peer)
+		} else if err != nil {
+			c.s.log.error("unable to decode received message from %s: %v", c.peer, err)
+			continue
+		}
+		if h != nil {
+			h.HandleFrame(c.peer, c.info.creation, f)
+		}
+	}
+}
+
+// send writes one sealed frame over the link the key selects. Like the
+// framework it does not report a failed write: the frame is dropped.
+func (c *conn) send(b []byte, key uint8) error {
+	c.mu.Lock()
+	n := len(c.pool)
+	if n == 0 {
+		c.mu.Unlock()
+		return gen.ErrNoConnection
+	}
+	var l *link
+	if key == 0 {
+		l = c.pool[int(c.rr.Add(1))%n]
+	} else {
+		l = c.pool[int(key)%n]
+	}
+	c.mu.Unlock()
+	c.msgOut.Add(1)
+	c.bytesOut.Add(uint64(len(b)))
+	l.w.write(c, b)
+	return nil
+}
+
+func (w *linkWriter) write(c *conn, b []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dead {
+		return
+	}
+	w.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := w.nc.Write(b); err != nil {
+		// The socket is broken or stalled: later frames for this link are
+		// dropped; closing it lets the reader notice.
+		w.dead = true
+		w.nc.Close()
+		c.s.log.debug("write to %s (%s) failed: %v", c.peer, w.nc.RemoteAddr(), err)
+	}
+}
+
+// life reports the connection once its predecessor is gone, and reports the
+// disconnect once its last link ended.
+func (c *conn) life() {
 	defer c.s.wg.Done()
 	if c.prev != nil {
 		<-c.prev.done
@@ -83,10 +333,11 @@ func (c *conn) serve() {
 	if h != nil {
 		h.HandleConnected(c.peer)
 	}
-	err := c.readLoop(h)
+	close(c.ready)
+	<-c.gone
 	c.closeBy("") // keeps an earlier reason
 	c.s.forget(c)
-	c.logEnd(err)
+	c.logEnd()
 	if h != nil {
 		h.HandleDisconnected(c.peer)
 	}
@@ -94,37 +345,59 @@ func (c *conn) serve() {
 	c.s.finished(c)
 }
 
-func (c *conn) readLoop(h Handler) (err error) {
-	defer catch(&err)
-	for {
-		payload, err := readFrame(c.br, c.limit)
-		if err != nil {
-			return err
+// dialExtra joins the extra links of a connection this side dialed.
+func (c *conn) dialExtra() {
+	defer c.s.wg.Done()
+	if c.poolSize < 2 {
+		return
+	}
+	if len(c.poolDSN) == 0 {
+		c.s.log.warning("pool size is %d, but DSN list is empty", c.poolSize)
+		return
+	}
+	for i := 1; i < c.poolSize; i++ {
+		if c.terminated.Load() {
+			return
 		}
-		c.msgIn.Add(1)
-		c.bytesIn.Add(uint64(len(payload) + frameHeader))
-		f, err := decodeFrame(c.s.reg, payload)
+		dsn := c.poolDSN[i%len(c.poolDSN)]
+		nc, tail, err := c.redial(dsn)
 		if err != nil {
-			return protocolError{err}
+			c.s.log.trace("dialing %s (pool: %d of %d) failed: %v", dsn, i+1, c.poolSize, err)
+			continue
 		}
-		if h != nil {
-			h.HandleFrame(c.peer, c.info.creation, f)
+		if err := c.addLink(nc, tail, false); err != nil {
+			c.s.log.error("unable to join %s: %v", nc.RemoteAddr(), err)
+			nc.Close()
 		}
 	}
 }
 
-func (c *conn) logEnd(err error) {
+func (c *conn) logLinkEnd(nc net.Conn, err error) {
+	var pe protocolError
+	switch {
+	case c.terminated.Load():
+	case errors.As(err, &pe):
+		c.s.log.warning("link %s with %s closed: %v", nc.RemoteAddr(), c.peer, err)
+	case err != nil && !errors.Is(err, io.EOF):
+		c.s.log.trace("link %s with %s closed: %v", nc.RemoteAddr(), c.peer, err)
+	}
+}
+
+func (c *conn) logEnd() {
 	if r, _ := c.reason.Load().(string); r != "" {
 		c.s.log.debug("connection to %s closed: %s", c.peer, r)
 		return
 	}
-	var pe protocolError
-	switch {
-	case errors.As(err, &pe):
-		c.s.log.warning("connection to %s closed: %v", c.peer, err)
-	case errors.Is(err, io.EOF):
-		c.s.log.info("connection to %s closed by the peer", c.peer)
-	default:
-		c.s.log.info("connection to %s lost: %v", c.peer, err)
-	}
+	c.s.log.info("connection with %s terminated", c.peer)
 }
+
+// linkKey is the framework's order byte for a frame.
+func linkKey(f Frame) uint8 {
+	switch f.Kind {
+	case FrameDown, FrameExit, FrameReply:
+		return 0
+	}
+	return uint8(f.From.ID % 255)
+}
+
+func (c *conn) String() string { return fmt.Sprintf("connection %s with %s", c.id, c.peer) }

@@ -5,6 +5,31 @@
 //
 // CONTRACT between the node runtime and the network layer. Do not change the
 // exported shapes here without updating both sides.
+//
+// Behaviour reproduced from the framework (v320 branch; the mirror's master
+// has the same network code):
+//
+//   - A connection is a pool of TCP links (default 3, set by the accepting
+//     side's handshake: net/handshake.Create(Options{PoolSize})). The
+//     accepting side advertises the local address of the accepted socket;
+//     the dialing side opens the extra links and every re-dial there, not
+//     through the route that made the first link. Frames of one sender
+//     share a link (per-sender order); see conn for what ends a
+//     connection and what a re-dialed link still carries.
+//   - Handshakes are accepted one at a time per acceptor. An acceptor
+//     authenticates with the node's cookie, never with
+//     AcceptorOptions.Cookie (node/network.go startAcceptor and accept).
+//   - Types, errors and atoms are registered once per OS process
+//     (net/edf); a registered error keeps its identity only on connections
+//     formed after it was registered.
+//   - A send connects first, then encodes; a failed write is not reported.
+//     A message that does not decode is logged and dropped.
+//
+// Simultaneous connect is resolved by default (the connection dialed by the
+// smaller node name wins, see admit). Setting ERGO_STANDIN_BUGS to a list
+// containing simultaneous-connect (read when a stack starts) reproduces the
+// v320 branch instead: both nodes may keep different connections, report
+// each other connected, and deliver nothing either way.
 package netstack
 
 import (
@@ -45,9 +70,13 @@ type Frame struct {
 }
 
 // Handler receives what arrives from peers. Implemented by the node runtime.
-// Calls come from connection reader goroutines; one peer's frames are handed
-// over in the order that peer sent them. Implementations must not block for
-// long (push to mailboxes and return).
+// Calls come from the reader goroutines of a connection's links, one per
+// link, concurrently: frames of one link are handed over in the order they
+// were sent, and the frames of one sender (From) use one link while the
+// pool does not change, except
+// FrameDown, FrameExit and FrameReply, which take the links round-robin (the
+// framework sends them without an order). Implementations must not block
+// for long (push to mailboxes and return).
 type Handler interface {
 	// HandleFrame is called for every decoded frame from an authenticated peer.
 	HandleFrame(peer gen.Atom, creation int64, frame Frame)

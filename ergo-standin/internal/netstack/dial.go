@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ergo.services/ergo/gen"
+	"ergo.services/ergo/net/handshake"
 )
 
 // dialing is a dial in progress; concurrent callers wait for it.
@@ -18,9 +19,11 @@ type dialing struct {
 
 // target is one address to try, with the credentials for it.
 type target struct {
-	addr    string
-	cookie  string
-	timeout time.Duration
+	addr      string
+	cookie    string
+	flags     gen.NetworkFlags // Enable false: the network's
+	timeout   time.Duration
+	handshake gen.Version // zero: the built-in handshake's
 }
 
 // connection returns the connection to peer, dialing it if needed. Callers
@@ -65,6 +68,7 @@ func (s *Stack) connection(peer gen.Atom, route *gen.NetworkRoute) (*conn, error
 	d := &dialing{done: make(chan struct{})}
 	s.dials[peer] = d
 	s.mu.Unlock()
+	runHook(&testHookDialing, s, peer)
 
 	c, err := s.dial(peer, route)
 
@@ -156,7 +160,11 @@ func (s *Stack) resolve(peer gen.Atom, r gen.NetworkRoute) []target {
 			if host == "" {
 				host = peer.Host()
 			}
-			out = append(out, s.target(host, rt.Port, r))
+			t := s.target(host, rt.Port, r)
+			if t.handshake == (gen.Version{}) {
+				t.handshake = rt.HandshakeVersion
+			}
+			out = append(out, t)
 		}
 		return out
 	}
@@ -181,23 +189,22 @@ func (s *Stack) target(host string, port uint16, r gen.NetworkRoute) target {
 		cookie = s.Cookie()
 	}
 	return target{
-		addr:    net.JoinHostPort(dialHost(host), strconv.Itoa(int(port))),
-		cookie:  cookie,
-		timeout: s.handshakeTimeout(r.HandshakeTimeout),
+		addr:      net.JoinHostPort(dialHost(host), strconv.Itoa(int(port))),
+		cookie:    cookie,
+		flags:     r.Flags,
+		timeout:   s.handshakeTimeout(r.HandshakeTimeout),
+		handshake: r.Route.HandshakeVersion,
 	}
 }
 
 // dialOne connects to one address and runs the dialer handshake.
 func (s *Stack) dialOne(peer gen.Atom, t target) (*conn, error) {
-	return s.dialAttempt(peer, t, true)
+	return s.dialAttempt(peer, t, false)
 }
 
-// dialAttempt dials once. When the peer answers that its own dial to us
-// wins, we wait a short while for that connection; if it does not come
-// (the peer's dial went somewhere that does not answer), we dial again
-// once, since by then the peer no longer claims a dial in progress.
-func (s *Stack) dialAttempt(peer gen.Atom, t target, retry bool) (*conn, error) {
-	nc, err := net.DialTimeout("tcp", t.addr, dialTimeout)
+// dialTCP opens a socket that Stop closes while it is in a handshake.
+func (s *Stack) dialTCP(addr string) (net.Conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, dialTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -205,50 +212,114 @@ func (s *Stack) dialAttempt(peer gen.Atom, t target, retry bool) (*conn, error) 
 		nc.Close()
 		return nil, gen.ErrNetworkStopped
 	}
-	defer s.untrack(nc)
-	h := newHSConn(nc, s.opts.Network.HandshakeMaxMessageSize)
-	me := s.intro()
-	info, verdict, err := dialHandshake(h, me, peer, t.cookie, t.timeout)
+	return nc, nil
+}
+
+// handshakeFor finds the registered handshake for a route's version.
+func (s *Stack) handshakeFor(v gen.Version) (gen.NetworkHandshake, error) {
+	if v == (gen.Version{}) {
+		v = HandshakeVersion
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if hs := s.handshakes[v.String()]; hs != nil {
+		return hs, nil
+	}
+	return nil, fmt.Errorf("no handshake handler for %s", v)
+}
+
+// dialAttempt dials once and registers the connection. When the peer
+// answers that its own dial to us wins (simultaneous connect), we wait a
+// short while for that connection; if it does not come, we dial again with
+// force (the peer's connection is stale).
+func (s *Stack) dialAttempt(peer gen.Atom, t target, force bool) (*conn, error) {
+	hs, err := s.handshakeFor(t.handshake)
+	if err != nil {
+		return nil, err
+	}
+	hopts := gen.HandshakeOptions{Cookie: t.cookie, Flags: t.flags, MaxMessageSize: s.MaxMessageSize()}
+	if !hopts.Flags.Enable {
+		hopts.Flags = s.NetworkFlags()
+	}
+	nc, err := s.dialTCP(t.addr)
+	if err != nil {
+		return nil, err
+	}
+	leaked := false
+	defer func() {
+		if !leaked {
+			s.untrack(nc)
+		}
+	}()
+	nc.SetDeadline(time.Now().Add(t.timeout))
+	res, err := hs.Start(hsNode{s: s, force: force}, nc, hopts)
+	nc.SetDeadline(time.Time{})
 	if err != nil {
 		nc.Close()
 		if s.isStopped() {
 			return nil, gen.ErrNetworkStopped
 		}
+		if errors.Is(err, gen.ErrTaken) && !force {
+			// Simultaneous connect: the peer keeps the connection it
+			// dialed (or is dialing) to us; wait for it to arrive.
+			if c := s.awaitConn(peer, time.Now().Add(lostRaceWait)); c != nil {
+				return c, nil
+			}
+			if s.isStopped() {
+				return nil, gen.ErrNetworkStopped
+			}
+			return s.dialAttempt(peer, t, true)
+		}
 		s.log.warning("handshake with %s at %s failed: %v", peer, t.addr, err)
 		return nil, err
 	}
-	if verdict == hsExists {
-		// Simultaneous connect: the peer keeps the connection it dialed
-		// (or is dialing) to us; wait for it to arrive.
+	if res.Peer != peer {
 		nc.Close()
-		wait := waitConnTimeout
-		if retry {
-			wait = lostRaceWait
-		}
-		if c := s.awaitConn(peer, time.Now().Add(wait)); c != nil {
-			return c, nil
-		}
-		if s.isStopped() {
-			return nil, gen.ErrNetworkStopped
-		}
-		if retry {
-			return s.dialAttempt(peer, t, false)
-		}
-		return nil, fmt.Errorf("%s kept its own connection, but it did not arrive", peer)
+		return nil, fmt.Errorf("remote node %s introduced itself as %s", peer, res.Peer)
 	}
-	c := newConn(s, h, info, true, me.maxMsg)
+	opts, ok := res.Custom.(handshake.ConnectionOptions)
+	if !ok {
+		nc.Close()
+		return nil, fmt.Errorf("HandshakeResult.Custom has unknown type %T", res.Custom)
+	}
+	c := newConn(s, res.ConnectionID, introFrom(res), true, hopts.MaxMessageSize, opts.PoolSize, opts.PoolDSN)
+	id := res.ConnectionID
+	c.redial = func(dsn string) (net.Conn, []byte, error) {
+		nc, err := s.dialTCP(dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer s.untrack(nc)
+		nc.SetDeadline(time.Now().Add(t.timeout))
+		tail, err := hs.Join(hsNode{s: s}, nc, id, hopts)
+		nc.SetDeadline(time.Time{})
+		if err != nil {
+			nc.Close()
+			return nil, nil, err
+		}
+		return nc, tail, nil
+	}
+	runHook(&testHookDialed, s, peer)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
 		nc.Close()
 		return nil, gen.ErrNetworkStopped
 	}
-	if old := s.conns[peer]; old != nil && s.name > peer {
-		// The peer's connection to us arrived meanwhile and wins.
-		nc.Close()
-		return old, nil
+	if old := s.conns[peer]; old != nil {
+		if s.bugSimultaneous {
+			// v320: registering finds the connection from the peer and
+			// returns it; this socket stays open and unread (Stop closes it).
+			leaked = true
+			return old, nil
+		}
+		if s.name > peer {
+			// The peer's connection to us arrived meanwhile and wins.
+			nc.Close()
+			return old, nil
+		}
 	}
-	s.installLocked(c)
+	s.installLocked(c, nc, res.Tail)
 	return c, nil
 }
 

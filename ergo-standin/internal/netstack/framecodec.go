@@ -1,9 +1,15 @@
 package netstack
 
 import (
+	"errors"
+
 	"ergo.services/ergo/gen"
 	"ergo.services/ergo/internal/netstack/edf"
 )
+
+// errTrailing: the frame decoded, with bytes left over (the framework
+// delivers such a message and logs a warning).
+var errTrailing = errors.New("trailing bytes")
 
 // Data frame payload, after the msgData byte:
 //
@@ -11,8 +17,10 @@ import (
 
 // encodeFrame encodes f as a complete wire frame (length header included).
 // It runs in the sender's goroutine so encoding errors reach the caller.
-func encodeFrame(reg *edf.Registry, f Frame) ([]byte, error) {
-	e := reg.NewEncoder(make([]byte, frameHeader, 128))
+// Registered errors travel by identity if they are in errs (the errors of
+// the connection's handshake).
+func encodeFrame(reg *edf.Registry, errs edf.Errors, f Frame) ([]byte, error) {
+	e := reg.NewEncoderFor(make([]byte, frameHeader, 128), errs)
 	e.Byte(msgData)
 	e.Byte(byte(f.Kind))
 	e.PID(f.From)
@@ -34,10 +42,10 @@ func encodeFrame(reg *edf.Registry, f Frame) ([]byte, error) {
 }
 
 // decodeFrame decodes a frame payload (without the length header). It never
-// panics on malformed input.
-func decodeFrame(reg *edf.Registry, payload []byte) (Frame, error) {
+// panics on malformed input. With errTrailing the frame is complete.
+func decodeFrame(reg *edf.Registry, errs edf.Errors, payload []byte) (Frame, error) {
 	var f Frame
-	d := reg.NewDecoder(payload)
+	d := reg.NewDecoderFor(payload, errs)
 	t, err := d.Byte()
 	if err != nil {
 		return f, err
@@ -76,5 +84,8 @@ func decodeFrame(reg *edf.Registry, payload []byte) (Frame, error) {
 	if f.Err, err = d.ReadError(); err != nil {
 		return f, err
 	}
-	return f, d.Done()
+	if d.Done() != nil {
+		return f, errTrailing
+	}
+	return f, nil
 }

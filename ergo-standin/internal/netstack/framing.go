@@ -8,16 +8,14 @@ import (
 	"io"
 )
 
-// Every message on a connection, handshake included, is a frame: a 4-byte
-// big-endian payload length followed by the payload.
+// Every message on a link after the handshake (net/handshake, which frames
+// its messages the same way) is a frame: a 4-byte big-endian payload length
+// followed by the payload.
 const (
 	frameHeader = 4
 	// DefaultMaxMessageSize limits incoming frames when
 	// NetworkOptions.MaxMessageSize is 0.
 	DefaultMaxMessageSize = 64 << 20
-	// handshakeMaxMessageSize limits frames before the peer is
-	// authenticated, so a stranger cannot make us allocate much.
-	handshakeMaxMessageSize = 64 << 10
 
 	// msgData is the first payload byte of a data frame after the handshake.
 	msgData byte = 1

@@ -25,7 +25,7 @@ func FuzzDecode(f *testing.F) {
 		{Kind: FrameSend, Message: [2][]gen.Event{{{Name: "e"}}}},
 	}
 	for _, s := range seeds {
-		b, err := encodeFrame(reg, s)
+		b, err := encodeFrame(reg, reg.Errors(), s)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -34,6 +34,6 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{msgData, byte(FrameSend), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 25, 25, 25})
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		_, _ = decodeFrame(reg, payload)
+		_, _ = decodeFrame(reg, reg.Errors(), payload)
 	})
 }

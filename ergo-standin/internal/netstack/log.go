@@ -10,6 +10,12 @@ import (
 // logger tolerates a nil gen.Log (tests and tools run stacks without one).
 type logger struct{ l gen.Log }
 
+func (l logger) trace(format string, args ...any) {
+	if l.l != nil {
+		l.l.Trace(format, args...)
+	}
+}
+
 func (l logger) debug(format string, args ...any) {
 	if l.l != nil {
 		l.l.Debug(format, args...)

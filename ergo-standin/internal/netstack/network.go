@@ -9,20 +9,22 @@ import (
 
 var _ gen.Network = (*Stack)(nil)
 
-// SendFrame encodes f in the caller's goroutine (so an unregistered type is
-// reported here, wrapping gen.ErrUnregistered or gen.ErrUnsupported),
-// connects to peer if needed and writes the frame. Errors: gen.ErrNetworkStopped,
-// gen.ErrNoRoute (cannot connect), gen.ErrTooLarge (over the peer's limit),
-// gen.ErrNoConnection (the write failed).
+// SendFrame connects to peer if needed, then encodes f in the caller's
+// goroutine (an unregistered type is reported here, wrapping
+// gen.ErrUnregistered or gen.ErrUnsupported) and writes the frame to one
+// link of the pool, as the framework does (connect, then encode). Errors:
+// gen.ErrNetworkStopped, gen.ErrNoRoute (cannot connect), gen.ErrTooLarge
+// (over the peer's limit), gen.ErrNoConnection (no link left). A write
+// that fails is not reported: the frame is lost.
 func (s *Stack) SendFrame(peer gen.Atom, f Frame) error {
 	if s.mode == gen.NetworkModeDisabled {
 		return gen.ErrNetworkStopped
 	}
-	b, err := encodeFrame(s.reg, f)
+	c, err := s.connection(peer, nil)
 	if err != nil {
 		return err
 	}
-	c, err := s.connection(peer, nil)
+	b, err := encodeFrame(s.reg, c.errs, f)
 	if err != nil {
 		return err
 	}
@@ -33,7 +35,7 @@ func (s *Stack) SendFrame(peer gen.Atom, f Frame) error {
 	if len(b)-frameHeader > limit {
 		return gen.ErrTooLarge
 	}
-	return c.send(b)
+	return c.send(b, linkKey(f))
 }
 
 // Registrar returns the custom registrar, or a view of the built-in one.
@@ -174,8 +176,21 @@ func (s *Stack) ProxyRoute(name gen.Atom) ([]gen.NetworkProxyRoute, error) {
 // RegisterProto is ignored: the stand-in has one protocol.
 func (s *Stack) RegisterProto(proto gen.NetworkProto) {}
 
-// RegisterHandshake is ignored: the stand-in has one handshake.
-func (s *Stack) RegisterHandshake(handshake gen.NetworkHandshake) {}
+// RegisterHandshake makes a handshake available to dials of routes with its
+// version; the first one registered for a version stays (as in the
+// framework).
+func (s *Stack) RegisterHandshake(handshake gen.NetworkHandshake) {
+	if handshake == nil {
+		s.log.error("unable to register nil value as a handshake")
+		return
+	}
+	key := handshake.Version().String()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handshakes[key] == nil {
+		s.handshakes[key] = handshake
+	}
+}
 
 // EnableSpawn is not supported (no remote spawn in the stand-in).
 func (s *Stack) EnableSpawn(name gen.Atom, factory gen.ProcessFactory, nodes ...gen.Atom) error {
@@ -203,7 +218,7 @@ func (s *Stack) Info() (gen.NetworkInfo, error) {
 	info := gen.NetworkInfo{
 		Mode:             s.mode,
 		MaxMessageSize:   s.MaxMessageSize(),
-		HandshakeVersion: HandshakeVersion,
+		HandshakeVersion: s.defaultHS.Version(),
 		ProtoVersion:     ProtoVersion,
 		Flags:            s.NetworkFlags(),
 	}
@@ -226,16 +241,19 @@ type proto struct{}
 
 func (proto) Version() gen.Version { return ProtoVersion }
 
-// RegisterType registers one type for the codec; types it refers to must be
-// registered already. Values only, exported fields only; a duplicate gives
-// an error wrapping gen.ErrTaken.
+// RegisterType registers one type for the codec of this OS process (every
+// node of the process can then encode it); types it refers to must be
+// registered already. Values only, exported fields only; a duplicate (by
+// this node or another one of the process) gives an error wrapping
+// gen.ErrTaken.
 func (s *Stack) RegisterType(v any) error { return s.reg.RegisterType(v) }
 
 // RegisterTypes registers a batch of types in any order (all or nothing).
 func (s *Stack) RegisterTypes(types []any) error { return s.reg.RegisterTypes(types) }
 
 // RegisterError makes e travel by identity (errors.Is works on the peer
-// when the peer registered the same variable).
+// when the peer registered the same variable) on connections formed after
+// it; process-wide, like types.
 func (s *Stack) RegisterError(e error) error { return s.reg.RegisterErrors([]error{e}) }
 
 // RegisterErrors registers several errors.

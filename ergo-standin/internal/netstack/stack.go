@@ -6,14 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"ergo.services/ergo/gen"
 	"ergo.services/ergo/internal/netstack/edf"
 	"ergo.services/ergo/internal/netstack/registrar"
+	"ergo.services/ergo/net/handshake"
 )
 
 const (
@@ -24,22 +28,43 @@ const (
 	writeTimeout            = 10 * time.Second
 )
 
+// processRegistry holds the types, errors and atoms of every stack of this
+// OS process: the framework registers them in its edf package, once per
+// process, whichever node's Network().RegisterTypes was called.
+var processRegistry = edf.NewRegistry()
+
+// Test hooks: called on the dialing side once a dial of peer is under way
+// (it is in s.dials), and once its handshake succeeded, before the
+// connection is registered.
+var testHookDialing, testHookDialed atomic.Pointer[func(s *Stack, peer gen.Atom)]
+
+func runHook(h *atomic.Pointer[func(s *Stack, peer gen.Atom)], s *Stack, peer gen.Atom) {
+	if fn := h.Load(); fn != nil {
+		(*fn)(s, peer)
+	}
+}
+
 // Stack is the network stack of one node. It implements gen.Network.
 //
-// Each peer pair shares ONE TCP connection. The real framework keeps a pool
-// of 3 links and pins every sender to one link; a single link keeps
-// per-sender (indeed all) ordering trivially, so RemoteNodeInfo reports
-// PoolSize 1. When both nodes dial each other at once, the connection
-// dialed by the lexically smaller node name wins on both sides.
+// A connection to a peer is a pool of TCP links (see conn). Handshakes
+// are gen.NetworkHandshake values: NetworkOptions.Handshake, or
+// AcceptorOptions.Handshake per acceptor, default net/handshake with pool
+// size 3. The accepting side's handshake decides the pool size.
 //
 // A peer is found by, in order: static routes (AddRoute), a stack of that
 // name in this OS process, then the registrar (the custom one from
 // NetworkOptions.Registrar, or the built-in one on port 4499).
 //
-// Frames are length-prefixed; the handshake proves the cookie both ways
-// without sending it (see handshake.go); payloads use the edf codec, which
-// names types by "#"+PkgPath+"/"+Name on every frame instead of exchanging
-// a type cache in the handshake.
+// Simultaneous connect (both nodes dial each other at once): the
+// connection dialed by the lexically smaller node name wins on both sides
+// (see admit). With ERGO_STANDIN_BUGS containing simultaneous-connect
+// (read at Start) the stack registers connections as the framework's v320
+// branch does instead: an accepted full handshake for a peer it already
+// has a connection with is closed (the framework tries to join it to that
+// connection and the IDs differ), and a dial that completes after a
+// connection from the peer was registered keeps that one and leaks its own
+// socket (never read, never closed). Both nodes may then report each other
+// connected while nothing flows either way.
 type Stack struct {
 	opts    Options
 	name    gen.Atom
@@ -47,6 +72,11 @@ type Stack struct {
 	reg     *edf.Registry
 	started time.Time
 	mode    gen.NetworkMode
+
+	bugSimultaneous bool // ERGO_STANDIN_BUGS has simultaneous-connect
+
+	handshakes map[string]gen.NetworkHandshake // by Version().String(), first registered wins
+	defaultHS  gen.NetworkHandshake
 
 	mu        sync.Mutex
 	stopped   bool
@@ -56,7 +86,7 @@ type Stack struct {
 	conns     map[gen.Atom]*conn    // established connections
 	last      map[gen.Atom]*conn    // newest connection per peer, until its teardown ends
 	dials     map[gen.Atom]*dialing // dials in progress
-	pending   map[net.Conn]struct{} // sockets still in the handshake
+	pending   map[net.Conn]struct{} // sockets still in the handshake, and leaked ones
 	changed   chan struct{}         // closed and replaced whenever conns changes
 	routes    []*staticRoute
 	acceptors []*acceptor
@@ -66,27 +96,51 @@ type Stack struct {
 	wg        sync.WaitGroup // every goroutine the stack started
 }
 
+// bugEnabled reports whether ERGO_STANDIN_BUGS names the bug (a list
+// separated by commas or spaces).
+func bugEnabled(name string) bool {
+	for _, f := range strings.FieldsFunc(os.Getenv("ERGO_STANDIN_BUGS"), func(r rune) bool {
+		return r == ',' || r == ' ' || r == ';'
+	}) {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Start creates the stack: acceptors (unless hidden), the built-in
-// registrar (unless NetworkOptions.Registrar is set) and the codec registry
-// with the gen errors pre-registered. With NetworkModeDisabled it returns a
-// stack that refuses to send.
+// registrar (unless NetworkOptions.Registrar is set). Types and errors go
+// to the registry of the process, with the gen errors pre-registered.
+// With NetworkModeDisabled it returns a stack that refuses to send.
 func Start(opts Options) (*Stack, error) {
 	no := opts.Network
 	s := &Stack{
-		opts:    opts,
-		name:    opts.Name,
-		log:     logger{opts.Log},
-		reg:     edf.NewRegistry(),
-		started: time.Now(),
-		mode:    no.Mode,
-		cookie:  no.Cookie,
-		maxMsg:  no.MaxMessageSize,
-		flags:   no.Flags,
-		conns:   map[gen.Atom]*conn{},
-		last:    map[gen.Atom]*conn{},
-		dials:   map[gen.Atom]*dialing{},
-		pending: map[net.Conn]struct{}{},
-		changed: make(chan struct{}),
+		opts:            opts,
+		name:            opts.Name,
+		log:             logger{opts.Log},
+		reg:             processRegistry,
+		started:         time.Now(),
+		mode:            no.Mode,
+		bugSimultaneous: bugEnabled("simultaneous-connect"),
+		handshakes:      map[string]gen.NetworkHandshake{},
+		cookie:          no.Cookie,
+		maxMsg:          no.MaxMessageSize,
+		flags:           no.Flags,
+		conns:           map[gen.Atom]*conn{},
+		last:            map[gen.Atom]*conn{},
+		dials:           map[gen.Atom]*dialing{},
+		pending:         map[net.Conn]struct{}{},
+		changed:         make(chan struct{}),
+	}
+	// As in the framework: the built-in handshake is registered first, so
+	// dials find it under its version whatever NetworkOptions.Handshake is;
+	// NetworkOptions.Handshake is the acceptors' default.
+	builtin := handshake.Create(handshake.Options{})
+	s.RegisterHandshake(builtin)
+	s.defaultHS = builtin
+	if no.Handshake != nil {
+		s.defaultHS = no.Handshake
 	}
 	if !s.flags.Enable {
 		s.flags = gen.DefaultNetworkFlags
@@ -101,10 +155,14 @@ func Start(opts Options) (*Stack, error) {
 		s.cookie = hex.EncodeToString(b)
 		s.log.warning("network cookie is empty, using a random one: other nodes cannot connect to %s", s.name)
 	}
+	if s.bugSimultaneous {
+		s.log.warning("ERGO_STANDIN_BUGS: simultaneous connects are registered as in v320")
+	}
 	if s.mode == gen.NetworkModeEnabled {
 		specs := no.Acceptors
 		if len(specs) == 0 {
-			specs = []gen.AcceptorOptions{{}}
+			// the framework's default acceptor carries the network cookie
+			specs = []gen.AcceptorOptions{{Cookie: s.cookie, MaxMessageSize: no.MaxMessageSize, Flags: s.flags}}
 		}
 		for _, spec := range specs {
 			a, err := listen(s, spec)
@@ -115,6 +173,7 @@ func Start(opts Options) (*Stack, error) {
 				return nil, err
 			}
 			s.acceptors = append(s.acceptors, a)
+			s.RegisterHandshake(a.hs)
 		}
 	}
 	if no.Registrar == nil {
@@ -189,19 +248,27 @@ func (s *Stack) untrack(nc net.Conn) {
 	s.mu.Unlock()
 }
 
-// installLocked makes c the connection to its peer and starts its reader.
-// A previous connection to the same peer is closed; the new one reports
+// installLocked makes c the connection to its peer, with nc as its first
+// link, and starts it (and, on the dialing side, the extra links). A
+// previous connection to the same peer is closed; the new one reports
 // HandleConnected only after the old one reported HandleDisconnected.
-func (s *Stack) installLocked(c *conn) {
+func (s *Stack) installLocked(c *conn, nc net.Conn, tail []byte) {
 	if old := s.conns[c.peer]; old != nil {
 		old.closeBy("replaced by a newer connection")
 	}
+	c.nc = nc
 	c.prev = s.last[c.peer]
 	s.last[c.peer] = c
 	s.conns[c.peer] = c
 	s.notifyLocked()
+	s.log.info("new connection with %s", c.peer)
 	s.wg.Add(1)
-	go c.serve()
+	go c.life()
+	c.addLink(nc, tail, true)
+	if c.redial != nil {
+		s.wg.Add(1)
+		go c.dialExtra()
+	}
 }
 
 // forget drops c from the tables once its reader is done.
@@ -243,14 +310,22 @@ func dialHost(host string) string {
 
 // acceptor is one listening socket.
 type acceptor struct {
-	s      *Stack
-	ln     net.Listener
-	port   uint16
-	spec   gen.AcceptorOptions
+	s    *Stack
+	ln   net.Listener
+	port uint16
+	spec gen.AcceptorOptions
+	hs   gen.NetworkHandshake
+
 	mu     sync.Mutex
-	cookie string
-	flags  gen.NetworkFlags
-	maxMsg int
+	cookie string // what Cookie reports (the framework's acceptor.cookie)
+	// hsCookie is the cookie the accept loop authenticates with. As in the
+	// framework it is the acceptor's cookie at start (the network cookie
+	// when AcceptorOptions.Cookie is empty, otherwise empty); when empty,
+	// the network cookie at the first accepted connection; then it stays.
+	// AcceptorOptions.Cookie itself is never used, nor is SetCookie.
+	hsCookie string
+	flags    gen.NetworkFlags
+	maxMsg   int
 }
 
 // listen binds an acceptor, probing upward from the port when it is taken
@@ -273,13 +348,25 @@ func listen(s *Stack, spec gen.AcceptorOptions) (*acceptor, error) {
 	if spec.PortRange > 0 {
 		last = min(uint32(port)+uint32(spec.PortRange)-1, 65535)
 	}
+	hs := spec.Handshake
+	if hs == nil {
+		hs = s.defaultHS
+	}
+	a := &acceptor{s: s, spec: spec, hs: hs, flags: spec.Flags, maxMsg: spec.MaxMessageSize}
+	if !a.flags.Enable {
+		a.flags = hs.NetworkFlags()
+	}
+	if spec.Cookie == "" {
+		a.cookie = s.cookie
+	}
+	a.hsCookie = a.cookie
 	var err error
 	for p := uint32(port); p <= last; p++ {
 		var ln net.Listener
 		ln, err = net.Listen(network, net.JoinHostPort(host, strconv.Itoa(int(p))))
 		if err == nil {
-			return &acceptor{s: s, ln: ln, port: uint16(p), spec: spec, cookie: spec.Cookie,
-				flags: spec.Flags, maxMsg: spec.MaxMessageSize}, nil
+			a.ln, a.port = ln, uint16(p)
+			return a, nil
 		}
 		if !errors.Is(err, syscall.EADDRINUSE) {
 			break

@@ -36,6 +36,15 @@ type item struct {
 
 type unregistered struct{ A int }
 
+// registerTestTypes registers order and item in the process registry; the
+// first test of the binary to call it registers them.
+func registerTestTypes(t *testing.T, n *node) {
+	t.Helper()
+	if err := n.RegisterTypes([]any{order{}, item{}}); err != nil && !errors.Is(err, gen.ErrTaken) {
+		t.Fatal(err)
+	}
+}
+
 type withPrivate struct {
 	A int
 	b int
@@ -44,11 +53,7 @@ type withPrivate struct {
 func TestExchangeBothWays(t *testing.T) {
 	a := startNode(t, "a")
 	b := startNode(t, "b")
-	for _, n := range []*node{a, b} {
-		if err := n.RegisterTypes([]any{order{}, item{}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	registerTestTypes(t, a) // one registry per process: b knows them too
 	a.routeTo(t, b)
 	msg := order{ID: 7, Items: []item{{"x", 1.5}}, Meta: map[string]any{"k": []int{1, 2}}, When: time.Unix(100, 5).UTC(), Owner: pid(a, 1)}
 	f := Frame{Kind: FrameSend, From: pid(a, 1), To: pid(b, 2), Priority: gen.MessagePriorityHigh, Message: msg, Err: gen.ErrProcessUnknown}
@@ -85,7 +90,7 @@ func TestExchangeBothWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := rn.Info()
-	if rn.Name() != b.name || rn.Creation() != b.opts.Creation || info.PoolSize != 1 || info.PoolLen != 1 || info.Node != b.name {
+	if rn.Name() != b.name || rn.Creation() != b.opts.Creation || info.Node != b.name {
 		t.Errorf("remote node info %+v", info)
 	}
 	if _, err := rn.Spawn("x", gen.ProcessOptions{}); !errors.Is(err, gen.ErrUnsupported) {
@@ -102,7 +107,8 @@ func TestOrderPerPeer(t *testing.T) {
 	a.routeTo(t, b)
 	const n = 2000
 	for i := 0; i < n; i++ {
-		if err := a.SendFrame(b.name, Frame{Kind: FrameSend, Message: i}); err != nil {
+		// one sender keeps one link of the pool
+		if err := a.SendFrame(b.name, Frame{Kind: FrameSend, From: pid(a, 7), Message: i}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,8 +142,9 @@ func TestUnregisteredTypeFailsSend(t *testing.T) {
 	if err := a.SendFrame(b.name, Frame{Kind: FrameSend, Message: &item{}}); !errors.Is(err, gen.ErrUnsupported) {
 		t.Errorf("pointer: %v", err)
 	}
-	if _, err := a.Node(b.name); !errors.Is(err, gen.ErrNoConnection) {
-		t.Errorf("a failed send must not connect: %v", err)
+	// as in the framework, the send connects first, then encodes
+	if _, err := a.Node(b.name); err != nil {
+		t.Errorf("a send connects before it encodes: %v", err)
 	}
 }
 
@@ -194,9 +201,8 @@ func TestWrongName(t *testing.T) {
 	if _, err := a.GetNode("ghost@localhost"); err != gen.ErrNoRoute {
 		t.Fatalf("dialing a wrong name: %v", err)
 	}
-	if len(b.Nodes()) != 0 {
-		t.Fatal("b accepted a connection for another name")
-	}
+	// b completed the handshake (it cannot know whom a wanted); a closed it
+	eventually(t, "b drops the connection a closed", func() bool { return len(b.Nodes()) == 0 })
 }
 
 func TestDisconnect(t *testing.T) {
@@ -252,9 +258,9 @@ func TestSimultaneousConnect(t *testing.T) {
 			t.Fatalf("round %d: %v", i, errs)
 		}
 		eventually(t, "both frames", func() bool { return a.rec.count() == 1 && b.rec.count() == 1 })
-		// both sides hold the same single socket
+		// both sides hold the same connection
 		ca, cb := connOf(a, b.name), connOf(b, a.name)
-		if ca == nil || cb == nil || ca.nc.LocalAddr().String() != cb.nc.RemoteAddr().String() {
+		if ca == nil || cb == nil || ca.id != cb.id || ca.nc.LocalAddr().String() != cb.nc.RemoteAddr().String() && ca.nc.RemoteAddr().String() != cb.nc.LocalAddr().String() {
 			t.Fatalf("round %d: the two sides use different connections", i)
 		}
 		eventually(t, "settled events", func() bool {
@@ -305,7 +311,7 @@ func TestSimultaneousConnectRule(t *testing.T) {
 	}
 	eventually(t, "both frames", func() bool { return small.rec.count() == 1 && large.rec.count() == 1 })
 	cs, cl := connOf(small, large.name), connOf(large, small.name)
-	if !cs.dialer || cl.dialer || cs.nc.LocalAddr().String() != cl.nc.RemoteAddr().String() {
+	if !cs.dialer || cl.dialer || cs.id != cl.id || cs.nc.LocalAddr().String() != cl.nc.RemoteAddr().String() {
 		t.Error("the connection dialed by the smaller name must be the only one")
 	}
 	if c, _ := large.rec.ups(small.name); c != 1 {
@@ -400,6 +406,9 @@ func TestPortProbing(t *testing.T) {
 	}
 }
 
+type settingsOrder struct{ Items []settingsItem }
+type settingsItem struct{ N int }
+
 func TestRoutesAndSettings(t *testing.T) {
 	a := startNode(t, "a")
 	r1 := gen.NetworkRoute{Route: gen.Route{Port: 1}}
@@ -445,19 +454,22 @@ func TestRoutesAndSettings(t *testing.T) {
 	if info, err := a.Info(); err != nil || len(info.Acceptors) != 1 {
 		t.Errorf("info %+v %v", info, err)
 	}
-	if err := a.RegisterType(order{}); !errors.Is(err, gen.ErrUnregistered) {
-		t.Errorf("single RegisterType with an unregistered nested type: %v", err)
+	// the registry is the process's: only the first run registers them
+	if _, again := a.LookupType("settingsOrder"); !again {
+		if err := a.RegisterType(settingsOrder{}); !errors.Is(err, gen.ErrUnregistered) {
+			t.Errorf("single RegisterType with an unregistered nested type: %v", err)
+		}
+		if err := a.RegisterTypes([]any{settingsOrder{}, settingsItem{}}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := a.RegisterTypes([]any{order{}, item{}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.RegisterType(item{}); !errors.Is(err, gen.ErrTaken) {
+	if err := a.RegisterType(settingsItem{}); !errors.Is(err, gen.ErrTaken) {
 		t.Errorf("duplicate type: %v", err)
 	}
-	if typ, ok := a.LookupType("#ergo.services/ergo/internal/netstack/order"); !ok || typ != reflect.TypeOf(order{}) {
+	if typ, ok := a.LookupType("#ergo.services/ergo/internal/netstack/settingsOrder"); !ok || typ != reflect.TypeOf(settingsOrder{}) {
 		t.Errorf("LookupType %v %v", typ, ok)
 	}
-	if typ, ok := a.LookupType("item"); !ok || typ != reflect.TypeOf(item{}) {
+	if typ, ok := a.LookupType("settingsItem"); !ok || typ != reflect.TypeOf(settingsItem{}) {
 		t.Errorf("LookupType short %v %v", typ, ok)
 	}
 }

@@ -22,12 +22,24 @@ func malformed(format string, args ...any) error {
 type Decoder struct {
 	Reader
 	s     *snapshot
+	es    *snapshot // the errors that decode to their registered variable
 	depth int
 }
 
 // NewDecoder returns a decoder reading b.
 func (r *Registry) NewDecoder(b []byte) *Decoder {
-	return &Decoder{Reader: Reader{buf: b}, s: r.snap.Load()}
+	s := r.snap.Load()
+	return &Decoder{Reader: Reader{buf: b}, s: s, es: s}
+}
+
+// NewDecoderFor returns a decoder that maps registered error names to the
+// variables in errs only; types are those registered now.
+func (r *Registry) NewDecoderFor(b []byte, errs Errors) *Decoder {
+	d := r.NewDecoder(b)
+	if errs.s != nil {
+		d.es = errs.s
+	}
+	return d
 }
 
 func (d *Decoder) enter() error {
@@ -83,10 +95,10 @@ func (d *Decoder) ReadError() (error, error) {
 		if err != nil {
 			return nil, err
 		}
-		if e, ok := d.s.errs[name]; ok {
+		if e, ok := d.es.errs[name]; ok {
 			return e, nil
 		}
-		return errors.New(name), nil // registered on the sender only
+		return errors.New(name), nil // not registered here when the connection formed
 	case errString:
 		msg, err := d.String()
 		if err != nil {

@@ -7,7 +7,14 @@
 // framework there is no per-connection type cache exchanged in the handshake,
 // the name is written every time (simpler, slightly larger frames).
 //
-// Registration is per Registry (one per network stack). The gen identifiers
+// Registration is per Registry; the network layer keeps one per OS process,
+// so a type or error registered by any node of a process is known to every
+// node of it (as in the framework). Types are looked up when a value is
+// encoded or decoded, so a type registered after a connection formed works
+// on it (the framework sends such a type by name instead of by its
+// connection cache ID). Registered errors travel by identity only when they
+// were registered before the connection formed (see Errors). The gen
+// identifiers
 // (Atom, PID, ProcessID, Ref, Alias, Event), time.Time and time.Duration are
 // built in. Errors travel by identity when registered (every gen.Err* and
 // gen.TerminateReason* is pre-registered, so errors.Is works on the

@@ -23,12 +23,24 @@ var errDeep = fmt.Errorf("edf: value nests deeper than %d levels: %w", maxDepth,
 type Encoder struct {
 	Writer
 	s     *snapshot
+	es    *snapshot // the errors that travel by identity
 	depth int
 }
 
 // NewEncoder returns an encoder appending to buf.
 func (r *Registry) NewEncoder(buf []byte) *Encoder {
-	return &Encoder{Writer: Writer{buf: buf}, s: r.snap.Load()}
+	s := r.snap.Load()
+	return &Encoder{Writer: Writer{buf: buf}, s: s, es: s}
+}
+
+// NewEncoderFor returns an encoder whose registered errors travel by
+// identity only if they are in errs; types are those registered now.
+func (r *Registry) NewEncoderFor(buf []byte, errs Errors) *Encoder {
+	e := r.NewEncoder(buf)
+	if errs.s != nil {
+		e.es = errs.s
+	}
+	return e
 }
 
 // WriteAny writes a type descriptor and the value. Unregistered named types
@@ -70,7 +82,7 @@ func (e *Encoder) WriteError(err error) error {
 	e.depth++
 	defer func() { e.depth-- }()
 	if reflect.ValueOf(err).Comparable() {
-		if name, ok := e.s.errIDs[err]; ok {
+		if name, ok := e.es.errIDs[err]; ok {
 			e.Byte(errRegistered)
 			e.String(name)
 			return nil

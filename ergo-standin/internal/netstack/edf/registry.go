@@ -11,9 +11,11 @@ import (
 	"ergo.services/ergo/gen"
 )
 
-// Registry holds the types, errors and atoms known to one network stack.
-// Writers copy the current snapshot and swap it in, so encoders and decoders
-// read a consistent view without taking a lock.
+// Registry holds the types, errors and atoms known to the network stacks
+// of an OS process (the network layer keeps one Registry per process, as
+// the framework's edf package does). Writers copy the current snapshot and
+// swap it in, so encoders and decoders read a consistent view without
+// taking a lock.
 type Registry struct {
 	mu   sync.Mutex // serializes writers
 	snap atomic.Pointer[snapshot]
@@ -115,6 +117,15 @@ func (s *snapshot) addType(e *typeEntry) {
 		s.short[e.typ.Name()] = e
 	}
 }
+
+// Errors is the set of errors registered at one moment. A connection keeps
+// the set of its handshake, as the framework's connections keep the error
+// cache exchanged then: an error registered later travels as its message
+// (errors.Is fails on the receiver).
+type Errors struct{ s *snapshot }
+
+// Errors returns the errors registered now.
+func (r *Registry) Errors() Errors { return Errors{r.snap.Load()} }
 
 // RegisterType registers the type of v. Types it refers to (struct fields,
 // slice elements, ...) must be registered already, except v's own type.
