@@ -90,9 +90,10 @@ type Actor struct {
 	cancels      [numTimers]gen.CancelFunc
 	kind         gen.ProcessKind
 
-	dialerPID  gen.PID           // the helper that connects to unreachable nodes (dialer.go)
-	dialing    map[gen.Atom]bool // nodes it is connecting to now
-	watcherPID gen.PID           // the helper that monitors members' processes (watcher.go)
+	dialerPID  gen.PID                    // the helper that connects to unreachable nodes (dialer.go)
+	dialing    map[gen.Atom]bool          // nodes it is connecting to now
+	watcherPID gen.PID                    // the helper that monitors members' processes (watcher.go)
+	held       map[gen.Atom][]heldMessage // sends waiting for the dialer (dialer.go)
 
 	// Injected by the deterministic simulator; production uses the wall
 	// clock and a randomly seeded source.
@@ -424,12 +425,9 @@ func (a *Actor) flush() error {
 
 func (a *Actor) perform(out effects) {
 	for _, o := range out.sends {
-		if id, byName := o.to.(gen.ProcessID); byName && a.connected(id.Node) == false && a.dial(id.Node) {
-			// the dialer connects; the member is probed once it has
-			continue
+		if err := a.sendConnected(o.node, o.to, o.message); err != errQueued {
+			a.state.sendResult(o.node, err)
 		}
-		err := a.Send(o.to, o.message)
-		a.state.sendResult(o.node, err)
 	}
 	for _, t := range out.timers {
 		if cancel := a.cancels[t.kind]; cancel != nil {

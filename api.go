@@ -130,7 +130,7 @@ func (a *Actor) Broadcast(message any) (int, error) {
 	failed := 0
 	var first error
 	for _, m := range a.state.sortedMembers() {
-		if err := a.Send(m.address(a.state.selfName), message); err != nil {
+		if err := a.sendConnected(m.node, m.address(a.state.selfName), message); err != nil {
 			failed++
 			if first == nil {
 				first = err

@@ -696,14 +696,35 @@ func (c *realCluster) send(i int, name gen.Atom, message any) {
 // discovery stops listing it first: a Join of a node that is already gone
 // would declare a member that never answers, which stays in the view until
 // someone calls Leave.
+// stopNode stops node i: gracefully (Stop), or as a crash. A crash is what
+// peers see when a node's machine or OS process dies: every connection to
+// it is lost (the proxies cut and close every link), and only then is the
+// node torn down with StopForce (which alone would be a different event:
+// the framework kills the processes first, and peers see reason kill).
 func (c *realCluster) stopNode(i int, graceful bool) {
 	n := c.n(i)
 	c.setListed(i, false)
 	if graceful {
 		n.node.Stop()
 	} else {
+		for pair, p := range c.allProxies() {
+			if pair[0] == i || pair[1] == i {
+				p.Cut()
+			}
+		}
 		n.node.StopForce()
 	}
+	c.mu.Lock()
+	n.stopped = true
+	c.mu.Unlock()
+}
+
+// forceStop stops node i with StopForce alone: its processes are killed
+// before its connections drop, so peers see a real termination (kill).
+func (c *realCluster) forceStop(i int) {
+	n := c.n(i)
+	c.setListed(i, false)
+	n.node.StopForce()
 	c.mu.Lock()
 	n.stopped = true
 	c.mu.Unlock()

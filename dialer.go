@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"errors"
+
 	"ergo.services/ergo/gen"
 	"ergo.services/ergo/lib"
 )
@@ -88,6 +90,46 @@ func (d *dialer) ProcessRun() (reason error) {
 	}
 }
 
+// errQueued reports a message held until the dialer has connected.
+var errQueued = errors.New("leader: queued until the node is connected")
+
+// maxQueued bounds the messages held per node while it is being dialed;
+// older ones are dropped first (the protocol repeats what matters).
+const maxQueued = 16
+
+// sendConnected sends message to a process on node only over an existing
+// connection. The framework connects on demand inside Send, by PID as well
+// as by name, and that blocks the sender for the whole dial and handshake,
+// seconds against a host that drops packets. So without a connection the
+// message is held, the dialer connects, and the actor sends what it held
+// once the dialer reports the connection (dialed). A connection that drops
+// between the check and the send is the one window left; the send then
+// fails fast against a host that refuses, and blocks only against one that
+// drops packets.
+func (a *Actor) sendConnected(node gen.Atom, to any, message any) error {
+	if node == "" || node == a.Node().Name() || a.connected(node) {
+		return a.Send(to, message)
+	}
+	if a.dial(node) == false {
+		return a.Send(to, message) // no dialer: the old, blocking way
+	}
+	held := append(a.held[node], heldMessage{to: to, message: message})
+	if len(held) > maxQueued {
+		held = held[len(held)-maxQueued:]
+	}
+	if a.held == nil {
+		a.held = make(map[gen.Atom][]heldMessage)
+	}
+	a.held[node] = held
+	return errQueued
+}
+
+// heldMessage is a message waiting for its node's connection.
+type heldMessage struct {
+	to      any
+	message any
+}
+
 // connected reports whether this node has a connection to node, without
 // connecting.
 func (a *Actor) connected(node gen.Atom) bool {
@@ -140,5 +182,12 @@ func (a *Actor) askDialer(request dialRequest) bool {
 // can be probed at once; a failure backs its sends by name off.
 func (a *Actor) dialed(result dialResult) {
 	delete(a.dialing, result.Node)
+	held := a.held[result.Node]
+	delete(a.held, result.Node)
+	if result.Err == nil {
+		for _, h := range held {
+			a.state.sendResult(result.Node, a.sendConnected(result.Node, h.to, h.message))
+		}
+	}
 	a.state.dialed(a.clock(), result.Node, result.Err)
 }
