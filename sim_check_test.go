@@ -22,11 +22,17 @@ import (
 //  5. with a converged view and only connectivity faults, no leader is
 //     elected on a side without a majority of the full view
 //  6. a leader cut off from a quorum steps down within ElectionTimeoutMin
-//     + HeartbeatInterval (+ the network's maximum delay)
+//     + HeartbeatInterval (+ the network's maximum delay); a stalled one,
+//     which cannot run, must at least have lost its lease by then
 //  7. liveness, checked by the scenarios: after the last fault heals, one
 //     leader that every node follows, within a derived bound
 //  8. HandleBecomeLeader and HandleBecomeFollower alternate correctly and
 //     each change is reported exactly once
+//  9. at no instant do two actors over the same view both hold leadership
+//     (election.leading at the simulator's clock): the lease property, the
+//     one users rely on when they guard work with IsLeader. Terms do not
+//     matter here; a stalled leader's state counts as long as its lease
+//     says it leads
 type checker struct {
 	s      *simulator
 	actors map[*simActor]bool // live incarnations
@@ -40,6 +46,11 @@ type checker struct {
 
 	leaderChanges int // distinct (term, incarnation) leaderships seen
 	maxTerm       uint64
+
+	// hooks run after every event's checks until they return true: the
+	// nemesis scenarios (sim_nemesis_test.go) act through them at a chosen
+	// moment of an election
+	hooks []func() bool
 }
 
 // actorCheck is the checker's memory of one incarnation, kept on the
@@ -142,6 +153,7 @@ func (c *checker) callback(b *simActor, leading bool, leader gen.PID) {
 func (c *checker) afterEvent() {
 	var current []leadership
 	var currentTerms []uint64
+	var acting []*simActor
 	for _, b := range c.list {
 		e := b.state
 		if e == nil {
@@ -156,17 +168,10 @@ func (c *checker) afterEvent() {
 		c.maxTerm = max(c.maxTerm, e.term)
 
 		// 2: one vote per term (recorded on change only; this runs after
-		// every event and is most of the simulator's work)
+		// every event and is most of the simulator's work; voteSent records
+		// the grants a process makes and supersedes within one event)
 		if e.votedFor != (gen.PID{}) && (e.term != k.voteTerm || e.votedFor != k.votedFor) {
-			votes := c.votes[b.inc]
-			if votes == nil {
-				votes = make(map[uint64]gen.PID)
-				c.votes[b.inc] = votes
-			}
-			if previous, ok := votes[e.term]; ok && previous != e.votedFor {
-				c.s.fail("%s: voted for %s and then %s in term %d", b.inc, previous.Node, e.votedFor.Node, e.term)
-			}
-			votes[e.term] = e.votedFor
+			c.recordVote(b, e.term, e.votedFor)
 			k.voteTerm, k.votedFor = e.term, e.votedFor
 		}
 
@@ -213,6 +218,91 @@ func (c *checker) afterEvent() {
 		current = append(current, k.won)
 		currentTerms = append(currentTerms, e.term)
 		c.checkCutOff(b)
+		if e.switches.noResponseQuorum == false && e.leading(c.s.now) {
+			acting = append(acting, b)
+		}
+	}
+	if len(acting) > 1 {
+		c.checkActing(acting)
+	}
+	if len(c.hooks) > 0 {
+		c.runHooks()
+	}
+}
+
+// checkActing is invariant 9: of the actors whose lease holds now, no two
+// share a view.
+func (c *checker) checkActing(acting []*simActor) {
+	views := make([]string, len(acting))
+	for i, b := range acting {
+		views[i] = membersList(b.state)
+		for j := range i {
+			if views[j] == views[i] {
+				a := acting[j]
+				c.s.fail("two acting leaders at once over view %s: %s (term %d, lease until +%s) and %s (term %d, lease until +%s)",
+					views[i], a.inc, a.state.term, a.state.leaseUntil.Sub(c.s.start), b.inc, b.state.term, b.state.leaseUntil.Sub(c.s.start))
+			}
+		}
+	}
+}
+
+// whenever adds a hook that runs after every event until it returns true.
+func (c *checker) whenever(hook func() bool) {
+	c.hooks = append(c.hooks, hook)
+}
+
+func (c *checker) runHooks() {
+	hooks := c.hooks
+	c.hooks = nil
+	for _, hook := range hooks {
+		if len(c.s.failures) > 0 || hook() == false {
+			c.hooks = append(c.hooks, hook)
+		}
+	}
+}
+
+func (c *checker) recordVote(b *simActor, term uint64, to gen.PID) {
+	votes := c.votes[b.inc]
+	if votes == nil {
+		votes = make(map[uint64]gen.PID)
+		c.votes[b.inc] = votes
+	}
+	if previous, ok := votes[term]; ok && previous != to {
+		c.s.fail("%s: voted for %s and then %s in term %d", b.inc, previous.Node, to.Node, term)
+	}
+	votes[term] = to
+}
+
+// actorOf returns the live incarnation whose process is pid.
+func (c *checker) actorOf(pid gen.PID) *simActor {
+	for _, b := range c.list {
+		if b.PID() == pid {
+			return b
+		}
+	}
+	return nil
+}
+
+// voteSent records a grant as its reply leaves: a stalled process that
+// drains its mailbox may grant a vote and move on to a later term within
+// one event, where the per-event record sees only the end.
+func (c *checker) voteSent(voter gen.PID, term uint64, to any) {
+	if pid, ok := to.(gen.PID); ok {
+		if b := c.actorOf(voter); b != nil {
+			c.recordVote(b, term, pid)
+		}
+	}
+}
+
+// kindSet notes a candidacy the moment the actor reports it (candidates
+// get no callback): within one event an actor may stand down, campaign and
+// stand down again, and invariant 8 must know it campaigned in between.
+func (c *checker) kindSet(pid gen.PID, kind gen.ProcessKind) {
+	if kind != kindCandidate {
+		return
+	}
+	if b := c.actorOf(pid); b != nil {
+		b.chk.observed = publicState{campaigning: true}
 	}
 }
 
@@ -298,9 +388,17 @@ func (c *checker) checkCutOff(b *simActor) {
 		return
 	}
 	bound := e.cfg.electionTimeoutMin + e.cfg.heartbeatInterval + c.s.net.worstDelay() + time.Millisecond
-	if c.s.now.Sub(cut.since) > bound {
+	if c.s.now.Sub(cut.since) > bound && c.runningOrLeading(b) {
 		c.s.fail("%s still leads term %d %s after being cut off from a quorum of %d (bound %s)", b.inc, e.term, c.s.now.Sub(cut.since), cut.quorum, bound)
 	}
+}
+
+// runningOrLeading: a stalled process cannot step down until it runs
+// again (it does before it handles anything: see the user ticks of
+// sim_nemesis_test.go); while stalled, only its lease must have run out.
+func (c *checker) runningOrLeading(b *simActor) bool {
+	p := c.s.process(b.PID())
+	return p == nil || p.paused == false || b.state.leading(c.s.now)
 }
 
 func (b *simActor) term() uint64 { return b.state.term }

@@ -18,24 +18,44 @@ type simActor struct {
 	options Options
 	inc     string // node#creation: one incarnation of the node
 	chk     actorCheck
+	calls   []simCall // every HandleBecomeLeader/HandleBecomeFollower, in order
+	ticks   []simTick // the user ticks it handled (sim_nemesis_test.go)
+}
+
+// simCall is one leadership callback as the behavior saw it.
+type simCall struct {
+	at      time.Time
+	leading bool
+	leader  gen.PID
+	term    uint64
+	kind    gen.ProcessKind // the process kind when the callback ran
 }
 
 // Commands the harness delivers into an actor, so that API calls run on
 // the actor's goroutine as they must.
 type (
-	simDiscover struct{ names []gen.Atom }
+	// joinOnly: discovery that only adds (no Leave for names it no
+	// longer lists), which leaves replaced names to GhostTTL
+	simDiscover struct {
+		names    []gen.Atom
+		joinOnly bool
+	}
 	simStepDown struct{}
+	simUserTick struct{} // the user's own periodic work, guarded by IsLeader
+	simCampaign struct{} // start an election now, skipping the pre-vote
 )
 
 func (b *simActor) Init(args ...any) (Options, error) { return b.options, nil }
 
 func (b *simActor) HandleBecomeLeader() error {
 	b.sim.check.callback(b, true, gen.PID{})
+	b.calls = append(b.calls, simCall{at: b.sim.now, leading: true, term: b.state.term, kind: b.ProcessKind()})
 	return nil
 }
 
 func (b *simActor) HandleBecomeFollower(leader gen.PID) error {
 	b.sim.check.callback(b, false, leader)
+	b.calls = append(b.calls, simCall{at: b.sim.now, leader: leader, term: b.state.term, kind: b.ProcessKind()})
 	return nil
 }
 
@@ -58,12 +78,17 @@ func (b *simActor) HandleMessage(from gen.PID, message any) error {
 			b.Join(gen.ProcessID{Name: simProcessName, Node: name})
 		}
 		for _, pid := range b.membersNodes() {
-			if listed[pid] == false {
+			if listed[pid] == false && m.joinOnly == false {
 				b.Leave(pid)
 			}
 		}
 	case simStepDown:
 		b.StepDown()
+	case simUserTick:
+		b.userTick()
+	case simCampaign:
+		b.state.now = b.clock()
+		b.state.startElection("nemesis")
 	}
 	return nil
 }

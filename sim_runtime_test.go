@@ -602,16 +602,25 @@ func (p *simProcess) terminate(reason error) {
 	p.behavior.ProcessTerminate(reason)
 }
 
-func (p *simProcess) PID() gen.PID                           { return p.pid }
-func (p *simProcess) Name() gen.Atom                         { return p.name }
-func (p *simProcess) Parent() gen.PID                        { return p.parent }
-func (p *simProcess) State() gen.ProcessState                { return p.state }
-func (p *simProcess) Mailbox() gen.ProcessMailbox            { return p.mailbox }
-func (p *simProcess) Behavior() gen.ProcessBehavior          { return p.behavior }
-func (p *simProcess) Log() gen.Log                           { return &p.log }
-func (p *simProcess) Node() gen.Node                         { return simGenNode{name: p.pid.Node, sim: p.sim} }
-func (p *simProcess) SetProcessKind(k gen.ProcessKind) error { p.kind = k; return nil }
-func (p *simProcess) Send(to any, message any) error         { return p.sim.send(p.pid, to, message) }
+func (p *simProcess) PID() gen.PID                  { return p.pid }
+func (p *simProcess) Name() gen.Atom                { return p.name }
+func (p *simProcess) Parent() gen.PID               { return p.parent }
+func (p *simProcess) State() gen.ProcessState       { return p.state }
+func (p *simProcess) Mailbox() gen.ProcessMailbox   { return p.mailbox }
+func (p *simProcess) Behavior() gen.ProcessBehavior { return p.behavior }
+func (p *simProcess) Log() gen.Log                  { return &p.log }
+func (p *simProcess) Node() gen.Node                { return simGenNode{name: p.pid.Node, sim: p.sim} }
+func (p *simProcess) SetProcessKind(k gen.ProcessKind) error {
+	p.kind = k
+	p.sim.check.kindSet(p.pid, k)
+	return nil
+}
+func (p *simProcess) Send(to any, message any) error {
+	if reply, ok := message.(msgVoteReply); ok && reply.Granted {
+		p.sim.check.voteSent(p.pid, reply.Term, to)
+	}
+	return p.sim.send(p.pid, to, message)
+}
 func (p *simProcess) Monitor(target any) error {
 	pid, ok := target.(gen.PID)
 	if ok == false {

@@ -74,7 +74,7 @@ func TestSimulationRollingDeploys(t *testing.T) {
 					} else {
 						// discovery only adds: the old names linger as ghosts
 						for _, name := range c.liveNames() {
-							c.command(name, 0, simDiscover{names: c.registry})
+							c.command(name, 0, simDiscover{names: slices.Clone(c.registry), joinOnly: true})
 						}
 					}
 					s.runFor(400 * time.Millisecond)

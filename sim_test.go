@@ -275,8 +275,10 @@ func (st *scenarioStats) String() string {
 // runRandomScenario builds a fault schedule from the seed: a cluster of 3, 5
 // or 7 nodes on a network with random delays, loss, duplication and
 // reordering, then partitions, asymmetric links, crashes, restarts under the
-// same or a new name, graceful stops, discovery churn, step-downs and
-// confirm denials; then everything heals and the cluster must converge.
+// same or a new name, graceful stops, discovery churn, step-downs, confirm
+// denials and the nemesis kinds (sim_nemesis_faults_test.go: stalls with
+// cuts, voters restarted mid-election, forged downs, absurd terms); then
+// everything heals and the cluster must converge.
 func runRandomScenario(t testing.TB, seed uint64, switches protocolSwitches, trace bool) scenarioResult {
 	return runScenario(t, seed, switches, trace, false)
 }
@@ -332,7 +334,7 @@ func runScenario(t testing.TB, seed uint64, switches protocolSwitches, trace, co
 	faults := 2 + r.IntN(8)
 	for i := 0; i < faults; i++ {
 		at := time.Duration(300+r.IntN(2300)) * time.Millisecond
-		kind := r.IntN(10)
+		kind := r.IntN(numFaultKinds)
 		if connectivityOnly {
 			kind = []int{0, 1, 3, 7}[r.IntN(4)]
 		}
@@ -423,5 +425,7 @@ func randomFault(c *simCluster, kind int) {
 				c.discover(100 * time.Millisecond)
 			})
 		}
+	default: // stalls, restarts mid-election, forged downs, absurd terms
+		nemesisFault(c, kind)
 	}
 }
