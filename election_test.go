@@ -182,7 +182,7 @@ func TestReferenceQuorumRuleCountsAcceptedSends(t *testing.T) {
 	h.becomeLeader("b")
 	for i := 0; i < 6; i++ {
 		h.advance(50 * time.Millisecond)
-		h.e.sendResult("b", nil)
+		h.e.sendResult(node("b"), nil)
 		h.fire(timerHeartbeat)
 	}
 	assert.Equal(t, roleLeader, h.e.role, "an accepted send is evidence in the reference rule")
@@ -215,7 +215,7 @@ func TestHandoverTellsAnUpToDateFollowerToCampaign(t *testing.T) {
 	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term})
 	successor := h.e.handover(h.now, "test")
 	out := h.e.takeEffects()
-	assert.Equal(t, gen.Atom("c"), successor, "the most recently heard follower")
+	assert.Equal(t, node("c"), successor, "the most recently heard follower")
 	assert.Len(t, sentTo[msgTimeoutNow](out, "c"), 1)
 	assert.Equal(t, roleFollower, h.e.role, "the leader stands down before its successor campaigns")
 	assert.True(t, h.e.notBefore.After(h.now))

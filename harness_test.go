@@ -2,6 +2,7 @@ package leader
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,12 +14,21 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func pid(node string) gen.PID {
-	return gen.PID{Node: gen.Atom(node), ID: 1000, Creation: 1}
+// node turns a short test name ("b") into a node name ("b@test"); names
+// that already are node names are kept.
+func node(name string) gen.Atom {
+	if strings.Contains(name, "@") {
+		return gen.Atom(name)
+	}
+	return gen.Atom(name + "@test")
 }
 
-func procID(node string) gen.ProcessID {
-	return gen.ProcessID{Name: "leader", Node: gen.Atom(node)}
+func pid(name string) gen.PID {
+	return gen.PID{Node: node(name), ID: 1000, Creation: 1}
+}
+
+func procID(name string) gen.ProcessID {
+	return gen.ProcessID{Name: "leader", Node: node(name)}
 }
 
 type stateHarness struct {
@@ -99,10 +109,10 @@ func (h *stateHarness) becomeLeader(grants ...string) {
 }
 
 // sentTo returns the messages of a type sent to a node.
-func sentTo[M any](out effects, node string) []M {
+func sentTo[M any](out effects, to string) []M {
 	var list []M
 	for _, o := range out.sends {
-		if o.node != gen.Atom(node) {
+		if o.node != node(to) {
 			continue
 		}
 		if m, ok := o.message.(M); ok {

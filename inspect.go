@@ -37,7 +37,7 @@ var inspectKeys = []inspectKey{
 	{"ergo:peers_list", "peers whose PID is known, as node:pid", peersList},
 	{"ergo:members", "every node of the view, this node included", membersList},
 	{"ergo:declared", "peers declared through Join or Bootstrap", declaredList},
-	{"ergo:bootstrap", "Options.Bootstrap", bootstrapList},
+	{"ergo:bootstrap", "Options.Bootstrap as node:name, this node left out", bootstrapList},
 	{"ergo:unreachable", "members whose connection dropped, with how long ago", unreachableList},
 	{"ergo:ghost_ttl", "GhostTTL", func(e *election) string { return e.cfg.ghostTTL.String() }},
 	// the current election
@@ -174,10 +174,15 @@ func declaredList(e *election) string {
 	return joinSorted(list)
 }
 
+// bootstrapList lists Options.Bootstrap as node:name (a process name and a
+// node name joined by "@" would read as a node name), without this node.
 func bootstrapList(e *election) string {
 	var list []string
 	for _, p := range e.cfg.bootstrap {
-		list = append(list, fmt.Sprintf("%s@%s", string(p.Name), string(p.Node)))
+		if p.Node == e.self.Node {
+			continue
+		}
+		list = append(list, fmt.Sprintf("%s:%s", string(p.Node), string(p.Name)))
 	}
 	return joinSorted(list)
 }

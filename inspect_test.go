@@ -33,8 +33,8 @@ func TestInspectHasEveryDocumentedKey(t *testing.T) {
 	assert.Equal(t, "follower", all["ergo:state"])
 	assert.Equal(t, "3", all["ergo:view_size"])
 	assert.Equal(t, "2", all["ergo:quorum"])
-	assert.Equal(t, "leader@b,leader@c", all["ergo:bootstrap"])
-	assert.Equal(t, "b,c", all["ergo:declared"])
+	assert.Equal(t, "b@test:leader,c@test:leader", all["ergo:bootstrap"], "node:name, as ergo:peers_list lists node:pid")
+	assert.Equal(t, "b@test,c@test", all["ergo:declared"])
 	assert.Equal(t, "never", all["ergo:heartbeat_in_last"])
 	assert.Equal(t, "150ms", all["ergo:election_timeout_min"])
 	assert.Equal(t, "true", all["ergo:election_timer_armed"])
@@ -51,10 +51,10 @@ func TestInspectProblemsAreVisible(t *testing.T) {
 	h.recv("b", msgHello{ClusterID: "other"})
 	h.recv("b", msgHello{ClusterID: "other"})
 	h.recv("c", msgVote{ClusterID: "c", Term: ^uint64(0)})
-	h.e.sendResult("c", gen.ErrNoRoute)
+	h.e.sendResult(node("c"), gen.ErrNoRoute)
 	got := h.e.inspect(h.now)
 	assert.Equal(t, "absurd_term=1,cluster_mismatch=2", got["ergo:dropped_by_reason"])
-	assert.Equal(t, "c (no route)", got["ergo:send_failing_peers"])
+	assert.Equal(t, "c@test (no route)", got["ergo:send_failing_peers"])
 }
 
 func TestInspectMergesTheBehaviorsKeysOnTop(t *testing.T) {

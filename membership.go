@@ -58,7 +58,12 @@ func (e *election) belowFloor() bool { return e.viewSize() < e.cfg.minClusterSiz
 // join declares a peer. It counts at once, before it has answered, which is
 // what lets a node reach MinClusterSize without campaign traffic.
 func (e *election) join(peer gen.ProcessID) {
-	if peer.Node == "" || peer.Node == e.self.Node {
+	if peer.Node == e.self.Node {
+		return
+	}
+	if err := checkPeer(peer); err != nil {
+		// counting it would inflate the view with a member nobody can be
+		e.logf(levelWarning, "Join(%s) ignored: %s; the view is unchanged (%d). Pass the peer's node name as the framework prints it, for example \"node1@host\"", peer, err, e.viewSize())
 		return
 	}
 	// An explicit Join overrides an earlier Leave: the stickiness only keeps

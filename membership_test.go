@@ -32,14 +32,14 @@ func TestSenderOfAValidMessageBecomesAMember(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b")
 	h.recv("c", msgHello{ClusterID: "c", Name: "leader"})
 	assert.Equal(t, 3, h.e.viewSize())
-	assert.True(t, h.e.members["c"].pid == pid("c"))
+	assert.True(t, h.e.members[node("c")].pid == pid("c"))
 	h.recv("d", msgHello{ClusterID: "other"})
 	assert.Equal(t, 3, h.e.viewSize(), "another cluster's message admits nobody")
 }
 
 func TestLeaveIsStickyForOneElectionTimeout(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c", "d")
-	h.e.leave("d")
+	h.e.leave(node("d"))
 	assert.Equal(t, 3, h.e.viewSize())
 	h.advance(100 * time.Millisecond)
 	h.recv("d", msgHeartbeatAck{ClusterID: "c"})
@@ -52,7 +52,7 @@ func TestLeaveIsStickyForOneElectionTimeout(t *testing.T) {
 
 func TestJoinOverridesLeave(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
-	h.e.leave("c")
+	h.e.leave(node("c"))
 	h.e.join(procID("c"))
 	assert.Equal(t, 3, h.e.viewSize())
 	h.recv("c", msgHello{ClusterID: "c"})
@@ -65,7 +65,7 @@ func TestConnectionLossKeepsMemberUntilGhostTTL(t *testing.T) {
 	require.True(t, h.e.down(h.now, pid("c"), gen.ErrNoConnection))
 	h.e.takeEffects()
 	assert.Equal(t, 3, h.e.viewSize(), "a blip must not lower quorum")
-	assert.Equal(t, gen.PID{}, h.e.members["c"].pid, "only how to reach it is forgotten")
+	assert.Equal(t, gen.PID{}, h.e.members[node("c")].pid, "only how to reach it is forgotten")
 	assert.Contains(t, unreachableList(h.e), "c (0s ago)")
 	h.advance(999 * time.Millisecond)
 	assert.Equal(t, 3, h.e.viewSize())
@@ -103,7 +103,7 @@ func TestLeaderBelowTheFloorStepsDown(t *testing.T) {
 	h.recv("b", msgHello{ClusterID: "c"})
 	h.recv("c", msgHello{ClusterID: "c"})
 	h.becomeLeader("b")
-	h.e.leave("c")
+	h.e.leave(node("c"))
 	assert.Equal(t, roleUnclustered, h.e.role)
 	assert.False(t, h.e.timers[timerHeartbeat].armed)
 	assert.False(t, h.e.timers[timerElection].armed, "no campaign below the floor")

@@ -3,6 +3,7 @@ package leader
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -51,9 +52,10 @@ type Options struct {
 	ElectionTimeoutMin int
 	ElectionTimeoutMax int
 
-	// HeartbeatInterval is how often a leader asserts itself. Default 50. It
-	// must be comfortably below ElectionTimeoutMin (at most a third of it),
-	// or followers time out between heartbeats; Init warns otherwise.
+	// HeartbeatInterval is how often a leader asserts itself. Default 50, or
+	// a third of ElectionTimeoutMin when that is shorter. It must be
+	// comfortably below ElectionTimeoutMin (at most a third of it), or
+	// followers time out between heartbeats; Init warns otherwise.
 	HeartbeatInterval int
 
 	// GhostTTL is how long a peer whose connection dropped stays in the view
@@ -73,27 +75,46 @@ type config struct {
 	ghostTTL           time.Duration
 }
 
+// maxDurationMs is the largest duration option accepted: one day. Options
+// are in milliseconds, so a value above it is almost certainly a
+// time.Duration (nanoseconds) passed by mistake: int(time.Second) is
+// 1,000,000,000 "milliseconds", eleven days.
+const maxDurationMs = 24 * 60 * 60 * 1000
+
 // resolve validates the options, applies defaults and returns the warnings
 // an operator should see at startup. A returned error wraps
-// ErrInvalidOptions and names the field to change.
+// ErrInvalidOptions and names every field to change, not only the first.
 func (o Options) resolve() (config, []string, error) {
-	var warnings []string
-	invalid := func(format string, args ...any) (config, []string, error) {
-		return config{}, nil, fmt.Errorf("%w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+	var warnings, problems []string
+	invalid := func(format string, args ...any) {
+		problems = append(problems, fmt.Sprintf(format, args...))
 	}
 
 	if o.ClusterID == "" {
-		return invalid("ClusterID is empty: set Options.ClusterID to a name shared by every node of this election (for example \"scheduler\")")
+		invalid("ClusterID is empty: set Options.ClusterID to a name shared by every node of this election (for example \"scheduler\")")
 	}
-	for _, field := range []struct {
+	if o.MinClusterSize < 0 {
+		invalid("MinClusterSize is %d: it must not be negative; leave it 0 for the default", o.MinClusterSize)
+	}
+	durations := []struct {
 		name  string
 		value int
 	}{
-		{"MinClusterSize", o.MinClusterSize}, {"ElectionTimeoutMin", o.ElectionTimeoutMin},
-		{"ElectionTimeoutMax", o.ElectionTimeoutMax}, {"HeartbeatInterval", o.HeartbeatInterval}, {"GhostTTL", o.GhostTTL},
-	} {
-		if field.value < 0 {
-			return invalid("%s is %d: it must not be negative; leave it 0 for the default", field.name, field.value)
+		{"ElectionTimeoutMin", o.ElectionTimeoutMin}, {"ElectionTimeoutMax", o.ElectionTimeoutMax},
+		{"HeartbeatInterval", o.HeartbeatInterval}, {"GhostTTL", o.GhostTTL},
+	}
+	for _, field := range durations {
+		switch {
+		case field.value < 0:
+			invalid("%s is %d: it must not be negative; leave it 0 for the default", field.name, field.value)
+		case field.value > maxDurationMs:
+			invalid("%s is %d ms (%s): durations in Options are milliseconds, and this looks like a time.Duration; write %d for %s",
+				field.name, field.value, time.Duration(field.value)*time.Millisecond, time.Duration(field.value).Milliseconds(), time.Duration(field.value))
+		}
+	}
+	for _, peer := range o.Bootstrap {
+		if err := checkPeer(peer); err != nil {
+			invalid("Bootstrap entry %s: %s", peer, err)
 		}
 	}
 
@@ -117,19 +138,25 @@ func (o Options) resolve() (config, []string, error) {
 	case lo == 0:
 		lo = hi / 2
 		if lo == 0 {
-			return invalid("ElectionTimeoutMax is %d ms, too small to derive ElectionTimeoutMin from (max/2 would be 0): raise it to at least 2", hi)
+			invalid("ElectionTimeoutMax is %d ms, too small to derive ElectionTimeoutMin from (max/2 would be 0): raise it to at least 2", hi)
 		}
 	}
-	if hi <= lo {
-		return invalid("ElectionTimeoutMax (%d ms) must be greater than ElectionTimeoutMin (%d ms): the randomised window between them is what stops nodes campaigning at the same instant; raise ElectionTimeoutMax, for example to %d", hi, lo, 2*lo)
+	if lo > 0 && hi <= lo {
+		invalid("ElectionTimeoutMax (%d ms) must be greater than ElectionTimeoutMin (%d ms): the randomised window between them is what stops nodes campaigning at the same instant; raise ElectionTimeoutMax, for example to %d", hi, lo, 2*lo)
 	}
 
+	// An unset HeartbeatInterval follows the timeouts: the default, or a
+	// third of ElectionTimeoutMin when that is shorter, so that shortening
+	// the timeouts alone never produces a configuration Init warns about.
 	hb := o.HeartbeatInterval
 	if hb == 0 {
-		hb = DefaultHeartbeatInterval
-	}
-	if hb*3 > lo {
-		warnings = append(warnings, fmt.Sprintf("HeartbeatInterval (%d ms) is not comfortably below ElectionTimeoutMin (%d ms): followers may time out between heartbeats and campaign against a healthy leader; keep it at most a third of ElectionTimeoutMin (here %d ms)", hb, lo, lo/3))
+		hb = max(min(DefaultHeartbeatInterval, lo/3), 1)
+	} else if lo > 0 && hb*3 > lo {
+		relation := "is not comfortably below"
+		if hb >= lo {
+			relation = "is not below"
+		}
+		warnings = append(warnings, fmt.Sprintf("HeartbeatInterval (%d ms) %s ElectionTimeoutMin (%d ms): followers may time out between heartbeats and campaign against a healthy leader; keep it at most a third of ElectionTimeoutMin (here %d ms)", hb, relation, lo, max(lo/3, 1)))
 	}
 
 	ttl := o.GhostTTL
@@ -137,6 +164,9 @@ func (o Options) resolve() (config, []string, error) {
 		ttl = DefaultGhostTTL
 	}
 
+	if len(problems) > 0 {
+		return config{}, nil, fmt.Errorf("%w: %s", ErrInvalidOptions, strings.Join(problems, "; "))
+	}
 	return config{
 		clusterID:          o.ClusterID,
 		minClusterSize:     size,
@@ -146,4 +176,15 @@ func (o Options) resolve() (config, []string, error) {
 		heartbeatInterval:  time.Duration(hb) * time.Millisecond,
 		ghostTTL:           time.Duration(ttl) * time.Millisecond,
 	}, warnings, nil
+}
+
+// checkPeer reports why peer cannot be a member: a node name must have the
+// form name@host, as the framework's node names do.
+func checkPeer(peer gen.ProcessID) error {
+	node := string(peer.Node)
+	at := strings.IndexByte(node, '@')
+	if at <= 0 || at == len(node)-1 {
+		return fmt.Errorf("node name %q is not a node name of the form name@host", node)
+	}
+	return nil
 }

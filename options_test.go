@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"ergo.services/ergo/gen"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -59,4 +60,36 @@ func TestOptionsWarnings(t *testing.T) {
 	_, warnings, _ = Options{ClusterID: "x", HeartbeatInterval: 100}.resolve()
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "not comfortably below ElectionTimeoutMin")
+}
+
+func TestOptionsReportEveryProblemAndUnitMistakes(t *testing.T) {
+	_, _, err := Options{ElectionTimeoutMin: int(time.Second), GhostTTL: -1}.resolve()
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrInvalidOptions))
+	assert.Contains(t, err.Error(), "ClusterID is empty")
+	assert.Contains(t, err.Error(), "GhostTTL is -1")
+	assert.Contains(t, err.Error(), "ElectionTimeoutMin is 1000000000 ms")
+	assert.Contains(t, err.Error(), "write 1000 for 1s", "it names the intended value")
+
+	_, _, err = Options{ClusterID: "x", Bootstrap: []gen.ProcessID{{Name: "leader", Node: "nodename"}}}.resolve()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"nodename" is not a node name`)
+}
+
+func TestOptionsHeartbeatFollowsShortTimeouts(t *testing.T) {
+	cfg, warnings, err := Options{ClusterID: "x", ElectionTimeoutMax: 100}.resolve()
+	require.NoError(t, err)
+	assert.Empty(t, warnings, "a derived configuration is never one Init warns about")
+	assert.Equal(t, 50*time.Millisecond, cfg.electionTimeoutMin)
+	assert.Equal(t, 16*time.Millisecond, cfg.heartbeatInterval)
+
+	_, warnings, _ = Options{ClusterID: "x", HeartbeatInterval: 200}.resolve()
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "(200 ms) is not below ElectionTimeoutMin (150 ms)")
+}
+
+func TestJoinOfAnInvalidNodeNameLeavesTheViewAlone(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b@h", "c@h")
+	h.e.join(gen.ProcessID{Name: "leader", Node: "nodename"})
+	assert.Equal(t, 3, h.e.viewSize())
 }

@@ -39,8 +39,8 @@ func candidateWithGrants(h *stateHarness, grants ...string) {
 func TestGrantsOfRemovedMembersDoNotCount(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c", "d", "e", "f", "g")
 	candidateWithGrants(h, "f", "g") // a, f, g: 3 of 7, quorum 4
-	h.e.leave("f")
-	h.e.leave("g")
+	h.e.leave(node("f"))
+	h.e.leave(node("g"))
 	h.e.takeEffects()
 	require.Equal(t, 5, h.e.viewSize())
 	h.recv("b", msgVoteReply{ClusterID: "c", Term: h.e.term, Granted: true})
@@ -59,8 +59,8 @@ func TestPreVoteGrantsOfRemovedMembersDoNotCount(t *testing.T) {
 	require.True(t, h.e.preVoting)
 	h.recv("f", msgPreVoteReply{ClusterID: "c", Granted: true})
 	h.recv("g", msgPreVoteReply{ClusterID: "c", Granted: true})
-	h.e.leave("f")
-	h.e.leave("g")
+	h.e.leave(node("f"))
+	h.e.leave(node("g"))
 	h.e.takeEffects()
 	h.recv("b", msgPreVoteReply{ClusterID: "c", Granted: true})
 	assert.True(t, h.e.preVoting, "2 of the view of 5 is no pre-vote majority")
@@ -253,26 +253,26 @@ func TestAnyTermCanBeFollowedByTheNext(t *testing.T) {
 // process is known is dropped and does not replace it.
 func TestStaleIncarnationCannotReplaceTheLiveOne(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
-	old := gen.PID{Node: "b", ID: 1000, Creation: 1}
-	live := gen.PID{Node: "b", ID: 1000, Creation: 2}
+	old := gen.PID{Node: node("b"), ID: 1000, Creation: 1}
+	live := gen.PID{Node: node("b"), ID: 1000, Creation: 2}
 	h.e.receive(h.now, live, msgHello{ClusterID: "c"})
 	h.e.takeEffects()
 	h.e.receive(h.now, old, msgHeartbeatAck{ClusterID: "c"})
 	out := h.e.takeEffects()
 	assert.Empty(t, out.monitor, "the old PID is not monitored")
-	assert.Equal(t, live, h.e.members["b"].pid)
+	assert.Equal(t, live, h.e.members[node("b")].pid)
 	assert.Equal(t, uint64(1), h.e.dropped["stale_incarnation"])
 
-	restarted := gen.PID{Node: "b", ID: 1007, Creation: 2}
+	restarted := gen.PID{Node: node("b"), ID: 1007, Creation: 2}
 	h.e.receive(h.now, restarted, msgHello{ClusterID: "c"})
-	assert.Equal(t, restarted, h.e.members["b"].pid, "a later process of the same node start is newer")
+	assert.Equal(t, restarted, h.e.members[node("b")].pid, "a later process of the same node start is newer")
 }
 
 // Finding 6: a refused monitor of an earlier incarnation marks that PID dead
 // and never removes the member.
 func TestRefusedMonitorOfADeadIncarnationKeepsTheMember(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
-	old := gen.PID{Node: "b", ID: 1000, Creation: 1}
+	old := gen.PID{Node: node("b"), ID: 1000, Creation: 1}
 	h.e.receive(h.now, old, msgHello{ClusterID: "c"})
 	h.e.takeEffects()
 	h.e.monitorFailed(h.now, old, gen.ErrProcessIncarnation)
@@ -280,7 +280,7 @@ func TestRefusedMonitorOfADeadIncarnationKeepsTheMember(t *testing.T) {
 	assert.Empty(t, out.left, "the member stays")
 	assert.Equal(t, 3, h.e.viewSize())
 	assert.True(t, h.e.isDead(old))
-	assert.False(t, h.e.members["b"].unreachableSince.IsZero(), "unreachable under GhostTTL")
+	assert.False(t, h.e.members[node("b")].unreachableSince.IsZero(), "unreachable under GhostTTL")
 }
 
 // A vote request from a candidate one term behind is refused, and this
@@ -302,13 +302,13 @@ func TestVoteFromACandidateOneTermBehindIsRefused(t *testing.T) {
 func TestHandoverPicksOnlyAnUpToDateMember(t *testing.T) {
 	h := leaderOfThree(t)
 	// c answered only the previous term; b acknowledged this one
-	h.e.members["b"].ackTerm = h.e.term - 1
-	h.e.members["c"].ackTerm = h.e.term - 1
+	h.e.members[node("b")].ackTerm = h.e.term - 1
+	h.e.members[node("c")].ackTerm = h.e.term - 1
 	assert.Equal(t, gen.Atom(""), h.e.handover(h.now, "test"), "nobody is up to date")
 	h = leaderOfThree(t)
-	h.e.members["b"].ackTerm = h.e.term - 1
+	h.e.members[node("b")].ackTerm = h.e.term - 1
 	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: h.e.round})
-	assert.Equal(t, gen.Atom("c"), h.e.handover(h.now, "test"))
+	assert.Equal(t, node("c"), h.e.handover(h.now, "test"))
 }
 
 // A TimeoutNow of another term is ignored.

@@ -21,7 +21,7 @@ func TestSilentConnectionIsReset(t *testing.T) {
 		out := h.fire(timerHeartbeat)
 		resets = append(resets, out.reset...)
 	}
-	assert.Equal(t, []gen.Atom{"b"}, resets, "b once per bound, c never")
+	assert.Equal(t, []gen.Atom{node("b")}, resets, "b once per bound, c never")
 }
 
 // A down caused by this node's own reset is not an observed failure of the
@@ -29,7 +29,7 @@ func TestSilentConnectionIsReset(t *testing.T) {
 func TestOwnResetStartsNoFastFailover(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
-	h.e.members["b"].lastReset = h.now
+	h.e.members[node("b")].lastReset = h.now
 	require.True(t, h.e.down(h.now, pid("b"), gen.ErrNoConnection))
 	h.e.takeEffects()
 	assert.False(t, h.e.timers[timerFast].armed, "no fast pre-vote after a reset of our own")
