@@ -13,7 +13,7 @@ import (
 // leader-only action with it; a step that takes long should check
 // LeaseExpiry before it starts and again before it commits.
 func (a *Actor) IsLeader() bool {
-	return a.state != nil && a.state.leading(a.clock())
+	return a.state != nil && a.state.leadingWhere(a.clock(), a.connected)
 }
 
 // LeaseExpiry returns the instant until which this node's leadership is
@@ -26,13 +26,13 @@ func (a *Actor) IsLeader() bool {
 // duration before it starts. A connection loss that leaves this node
 // without a quorum ends the lease early, when the actor processes it.
 func (a *Actor) LeaseExpiry() time.Time {
-	if a.state == nil || a.state.leading(a.clock()) == false {
+	if a.IsLeader() == false {
 		return time.Time{}
 	}
 	if a.state.quorum() <= 1 || a.state.switches.noResponseQuorum {
 		return a.clock().Add(a.state.leaseDuration())
 	}
-	return a.state.leaseUntil
+	return a.state.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && a.connected(m.node) })
 }
 
 // Leader returns the PID of the leader this node recognises: its own PID

@@ -3,6 +3,7 @@ package leader
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -43,6 +44,38 @@ const maxTermAhead = 1 << 32
 // termTooFar reports whether term is beyond what a peer may push us to.
 func (e *election) termTooFar(term uint64) bool {
 	return term > e.term && term-e.term > maxTermAhead
+}
+
+// corroborated reports whether a term beyond the bound must be believed
+// after all, and adopts it: when a quorum of the view's other members each
+// sent a term that far ahead, the cluster really is there (a node that was
+// away while the others adopted a term at the bound and then held more
+// elections), and a node that refused them forever would never rejoin. One
+// forger is one member, never a quorum. The term adopted is the lowest of
+// the quorum's, so no member can push it alone.
+func (e *election) corroborated(from gen.PID, term uint64) bool {
+	if _, member := e.members[from.Node]; member == false {
+		return false
+	}
+	if e.farTerms == nil {
+		e.farTerms = make(map[gen.Atom]uint64)
+	}
+	e.farTerms[from.Node] = term
+	var terms []uint64
+	for node, t := range e.farTerms {
+		if _, member := e.members[node]; member && e.termTooFar(t) {
+			terms = append(terms, t)
+		}
+	}
+	if len(terms) < e.quorum() {
+		return false
+	}
+	slices.Sort(terms)
+	lowest := terms[len(terms)-e.quorum()]
+	e.logf(levelWarning, "term %d -> %d: %d members report terms more than %d ahead of this node's, which no single peer may push it by; the cluster moved on while this node was away", e.term, lowest, len(terms), uint64(maxTermAhead))
+	e.adoptTerm(lowest)
+	e.farTerms = nil
+	return true
 }
 
 // protocolSwitches turn off the mechanisms we add beyond the documented
@@ -131,8 +164,10 @@ type election struct {
 	withdrawn map[gen.Atom]time.Time
 	dead      map[gen.PID]time.Time // processes reported terminated, and when
 
+	farTerms      map[gen.Atom]uint64 // terms beyond the bound, per member (corroborated)
 	dropped       map[string]uint64
-	longestStep   time.Duration // measured by the actor: its worst stall
+	warned        map[string]time.Time // rate limit of repeated warnings (log.go)
+	longestStep   time.Duration        // measured by the actor: its worst stall
 	preVoteRounds uint64
 	fastRounds    uint64
 	handovers     uint64
@@ -202,13 +237,16 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	switch {
 	case h.cluster != e.cfg.clusterID:
 		e.drop("cluster_mismatch")
+		e.warnEvery("cluster_mismatch "+string(from.Node), time.Minute,
+			"dropped a protocol message from %s for ClusterID %q; this actor's ClusterID is %q. If that node is meant to take part in this election, one of the two ClusterIDs is misspelt; until they match it is not counted here and it has no leader (repeated at most once a minute)",
+			from, h.cluster, e.cfg.clusterID)
 		return true
 	case from.Node == e.self.Node:
 		// The view is keyed by node; a second actor of the same cluster on
 		// this node would be counted as this node.
 		e.drop("same_node")
 		return true
-	case e.termTooFar(h.term):
+	case e.termTooFar(h.term) && e.corroborated(from, h.term) == false:
 		e.drop("absurd_term")
 		return true
 	case e.isWithdrawn(from.Node):

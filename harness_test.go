@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -35,6 +36,22 @@ type stateHarness struct {
 	t   *testing.T
 	e   *election
 	now time.Time
+	log *testLog
+}
+
+// testLog keeps the warnings and errors the state logs.
+type testLog struct {
+	gen.Log
+	warnings []string
+}
+
+func (l *testLog) Debug(format string, args ...any) {}
+func (l *testLog) Info(format string, args ...any)  {}
+func (l *testLog) Warning(format string, args ...any) {
+	l.warnings = append(l.warnings, fmt.Sprintf(format, args...))
+}
+func (l *testLog) Error(format string, args ...any) {
+	l.warnings = append(l.warnings, fmt.Sprintf(format, args...))
 }
 
 // newStateHarness builds node "a" with the given options (ClusterID "c" and
@@ -51,8 +68,8 @@ func newStateHarness(t *testing.T, options Options, peers ...string) *stateHarne
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &stateHarness{t: t, now: t0}
-	h.e = newElection(cfg, pid("a"), "leader", rand.New(rand.NewPCG(1, 2)), nil)
+	h := &stateHarness{t: t, now: t0, log: &testLog{}}
+	h.e = newElection(cfg, pid("a"), "leader", rand.New(rand.NewPCG(1, 2)), h.log)
 	h.e.start(h.now)
 	// an actor that has been up for long: past its quiet period (lease.go);
 	// freshStart tests the quiet period itself

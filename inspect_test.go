@@ -70,3 +70,28 @@ func TestInspectMergesTheBehaviorsKeysOnTop(t *testing.T) {
 	assert.Equal(t, "3", got["jobs"])
 	assert.Equal(t, "leader", got["ergo:state"])
 }
+
+// A ClusterID mismatch is a warning that names both ids and the sender,
+// once a minute per sender, not only a counter.
+func TestClusterMismatchIsReportedOncePerMinute(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "shceduler"})
+	h.advance(time.Second)
+	h.recv("b", msgHello{ClusterID: "shceduler"})
+	require.Len(t, h.log.warnings, 1)
+	assert.Contains(t, h.log.warnings[0], `ClusterID "shceduler"`)
+	assert.Contains(t, h.log.warnings[0], `this actor's ClusterID is "c"`)
+	assert.Contains(t, h.log.warnings[0], "b@test")
+	h.advance(time.Minute)
+	h.recv("b", msgHello{ClusterID: "shceduler"})
+	assert.Len(t, h.log.warnings, 2)
+}
+
+// A planned handover is logged as information, not as a warning.
+func TestHandoverIsNoWarning(t *testing.T) {
+	h := leaderOfThree(t)
+	h.log.warnings = nil
+	h.e.handover(h.now, "the node is stopping")
+	assert.Equal(t, roleFollower, h.e.role)
+	assert.Empty(t, h.log.warnings)
+}

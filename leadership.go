@@ -192,7 +192,11 @@ func (e *election) handover(now time.Time, why string) gen.Atom {
 			target = m
 		}
 	}
-	e.stepDown(why)
+	// a handover is planned: the operator needs to know, not to act
+	if e.role == roleLeader {
+		e.logf(levelInfo, "handing leadership over at term %d: %s", e.term, why)
+		e.becomeFollower()
+	}
 	// do not campaign against the successor
 	e.notBefore = e.now.Add(e.cfg.electionTimeoutMax)
 	e.resetElectionDeadline()

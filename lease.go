@@ -178,24 +178,22 @@ func (e *election) renewLease() {
 		e.holdUntil = e.leaseUntil
 		return
 	}
-	var connected, all []uint64
-	for _, m := range e.members {
-		if m.ackRound == 0 {
-			continue
-		}
-		all = append(all, m.ackRound)
-		if m.pid != (gen.PID{}) {
-			connected = append(connected, m.ackRound)
-		}
-	}
-	e.leaseUntil = e.leaseFrom(connected, need)
-	e.holdUntil = e.leaseFrom(all, need)
+	e.leaseUntil = e.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) })
+	e.holdUntil = e.leaseWhere(func(*member) bool { return true })
 }
 
-// leaseFrom returns the end of the lease that the need-th newest of rounds
-// gives, or the zero time when there are not that many.
-func (e *election) leaseFrom(rounds []uint64, need int) time.Time {
-	if len(rounds) < need {
+// leaseWhere returns the end of the lease that the acknowledgements of the
+// members for which counts reports true give, or the zero time when they
+// are not a quorum.
+func (e *election) leaseWhere(counts func(*member) bool) time.Time {
+	need := e.quorum() - 1
+	var rounds []uint64
+	for _, m := range e.members {
+		if m.ackRound > 0 && counts(m) {
+			rounds = append(rounds, m.ackRound)
+		}
+	}
+	if need <= 0 || len(rounds) < need {
 		return time.Time{}
 	}
 	slices.Sort(rounds)
@@ -221,13 +219,25 @@ func (e *election) reachable() int {
 // leader and its lease has not run out. With the reference quorum rule (a
 // test switch) the role alone decides, as in the documented protocol.
 func (e *election) leading(now time.Time) bool {
+	return e.leadingWhere(now, nil)
+}
+
+// leadingWhere is leading with the connections as the framework reports
+// them at this instant (connected), not as far as this node has processed
+// their downs: a leader busy in a long callback, or stalled, has not yet
+// handled the downs that the other ends of its lost connections already
+// act on (fast failover), but what it asks IsLeader must already see them.
+func (e *election) leadingWhere(now time.Time, connected func(gen.Atom) bool) bool {
 	if e.role != roleLeader {
 		return false
 	}
 	if e.switches.noResponseQuorum || e.quorum() <= 1 {
 		return true
 	}
-	return now.Before(e.leaseUntil)
+	if now.Before(e.leaseUntil) == false || connected == nil {
+		return now.Before(e.leaseUntil)
+	}
+	return now.Before(e.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && connected(m.node) }))
 }
 
 // checkLease stands the leader down once its lease has run out, or once

@@ -1,5 +1,7 @@
 package leader
 
+import "time"
+
 type logLevel int
 
 const (
@@ -27,4 +29,17 @@ func (e *election) logf(level logLevel, format string, args ...any) {
 	default:
 		e.log.Error(format, args...)
 	}
+}
+
+// warnEvery logs a warning at most once per every for the same key: a
+// condition a timer or a peer can repeat is reported, not flooded.
+func (e *election) warnEvery(key string, every time.Duration, format string, args ...any) {
+	if last, ok := e.warned[key]; ok && e.now.Sub(last) < every {
+		return
+	}
+	if e.warned == nil {
+		e.warned = make(map[string]time.Time)
+	}
+	e.warned[key] = e.now
+	e.logf(levelWarning, format, args...)
 }

@@ -218,7 +218,7 @@ func (c *checker) afterEvent() {
 		current = append(current, k.won)
 		currentTerms = append(currentTerms, e.term)
 		c.checkCutOff(b)
-		if e.switches.noResponseQuorum == false && e.leading(c.s.now) {
+		if e.switches.noResponseQuorum == false && b.IsLeader() {
 			acting = append(acting, b)
 		}
 	}
@@ -398,7 +398,7 @@ func (c *checker) checkCutOff(b *simActor) {
 // sim_nemesis_test.go); while stalled, only its lease must have run out.
 func (c *checker) runningOrLeading(b *simActor) bool {
 	p := c.s.process(b.PID())
-	return p == nil || p.paused == false || b.state.leading(c.s.now)
+	return p == nil || p.paused == false || b.IsLeader()
 }
 
 func (b *simActor) term() uint64 { return b.state.term }

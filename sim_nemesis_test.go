@@ -58,7 +58,7 @@ func (b *simActor) userTick() {
 	t := simTick{at: now, isLeader: b.IsLeader(), role: e.role, term: e.term, reported: b.chk.last.leading}
 	for _, name := range b.cluster.liveNames() {
 		o := b.cluster.actors[name]
-		if o != b && o.state != nil && o.state.term > e.term && o.state.leading(now) {
+		if o != b && o.state != nil && o.state.term > e.term && o.IsLeader() {
 			t.higher, t.sameView = o, membersList(o.state) == membersList(e)
 			break
 		}
