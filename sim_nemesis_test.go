@@ -108,12 +108,13 @@ func stallLength(s *simulator, cfg config) time.Duration {
 }
 
 // stallModes are what happens to the stalled node's links, or which node stalls.
-var stallModes = []string{"leader", "leader-isolated", "leader-cut-from-some", "voter"}
+var stallModes = []string{"leader", "leader-isolated", "leader-cut-from-some", "voter", "leader-isolated-healed-while-stalled"}
 
 // TestNemesisLeaderStall stalls the leader (with no cut, with a cut from
 // everyone, with a cut from a random subset of its peers, all at the
-// stall's first instant) or a voter, for 50 ms to three maximum election
-// timeouts. Invariant 9 holds at every event; the user ticks queued during
+// stall's first instant, or isolated and healed while still stalled, so
+// that the connections it finds on resuming are new ones) or a voter, for
+// 50 ms to three maximum election timeouts. Invariant 9 holds at every event; the user ticks queued during
 // the stall never see IsLeader() true while another node leads a higher
 // term; after a stall longer than the lease the first tick sees a follower
 // that was told so; a voter's stall changes nothing.
@@ -150,6 +151,9 @@ func stallScenario(t *testing.T, seed uint64, mode int) {
 	case 3:
 		voters := c.others(leader.PID().Node)
 		target = c.actors[voters[s.rng.IntN(len(voters))]]
+	case 4: // the links come back (new connections) before it runs again
+		cut = c.others(leader.PID().Node)
+		s.after(time.Duration(s.rng.Int64N(int64(d))), "", c.heal)
 	}
 	begin := s.now
 	c.stall(target, d, cut)
@@ -174,7 +178,15 @@ func stallScenario(t *testing.T, seed uint64, mode int) {
 	if mode == 3 && (leader.IsLeader() == false || leader.Term() != term) {
 		t.Fatalf("seed %d: a voter's stall of %s unseated the leader (term %d -> %d)\n%s", seed, d, term, leader.Term(), s.report())
 	}
+	// a cut longer than GhostTTL leaves both sides forgetting each other:
+	// discovery, run on a timer as the spec asks, brings them back
 	c.heal()
+	var rediscover func()
+	rediscover = func() {
+		c.discover(200 * time.Millisecond)
+		s.after(time.Second, "", rediscover)
+	}
+	rediscover()
 	if _, ok := c.runUntilConverged(livenessBound(cfg)); ok == false {
 		t.Fatalf("seed %d: no convergence after the stall\n%s", seed, s.report())
 	}
