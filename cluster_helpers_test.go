@@ -1,10 +1,12 @@
 package leader
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,32 +20,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Helpers for the cluster tests: real nodes on 127.0.0.1 talking over TCP,
-// every ordered pair of nodes through its own proxy, and a leader actor on
-// each node that records its callbacks. Only the framework's public API is
-// used, so the same tests run on the real framework.
+// Helpers for the in-process cluster tests: real nodes on 127.0.0.1 talking
+// over TCP, each reaching the others through a static route to their
+// acceptors, and a leader actor on each node that records its callbacks.
+// Only the framework's public API is used, so the same tests run on the
+// real framework.
+//
+// Nothing here injects network faults: the framework's connection between
+// two nodes is a pool of TCP links whose extra links and re-dials go
+// straight to the address the accepting node advertises, so nothing that
+// stands on one route (a proxy) can partition two nodes of one process.
+// Partitions, half-open links and crashes are tested on the process lab
+// (internal/lab, lab_*_test.go), where every node is its own OS process in
+// its own network namespace.
 
 const (
-	// clCookie is what the nodes use on the proxied routes and what
-	// their acceptors accept.
+	// clCookie is every node's cookie (the framework's acceptors take the
+	// node's cookie; AcceptorOptions.Cookie is not used to accept).
 	clCookie = "leader-cluster-test"
-	// clFallbackCookie is the node-wide cookie, used for any dial that does
-	// not go through a static route. The acceptors do not accept it, so a
-	// node that cannot reach a peer through its proxy cannot sneak around a
-	// cut through the registrar either (a runtime may fall back to it).
-	clFallbackCookie = "leader-cluster-no-bypass"
 
 	clActorName = gen.Atom("election")
 
 	// clNodeHost is the host part of the test nodes' names. The nodes listen
-	// on 127.0.0.1 and reach each other only through static routes to their
-	// proxies, so the name's host is never dialed. It matters only to a
-	// runtime that falls back to the registrar when a static route fails (a
-	// cut): the built-in registrar looks the name up over UDP at the name's
-	// host, any process on the box may serve it (a busy one, or one going
-	// away), and such a lookup can take hundreds of milliseconds. With an
-	// IPv6 host the stand-in's IPv4-only lookup fails at once, so a cut link
-	// fails as fast as a refused connection.
+	// on 127.0.0.1 and reach each other through static routes to their
+	// acceptors, which are final, so the name's host is never dialed and
+	// the registrar never asked; should a runtime ask it anyway, the
+	// stand-in's IPv4-only lookup of an IPv6 host fails at once.
 	clNodeHost = "::1"
 
 	// deadlines for polls; generous, for a loaded 2-core box under -race
@@ -416,7 +418,10 @@ func (a *testActor) Terminate(reason error) {
 // The cluster
 
 type clConfig struct {
-	// unregistered skips leader.NetworkTypes() on the nodes.
+	// unregistered skips leader.NetworkTypes() on the nodes. The type
+	// registry is the process's, not the node's, so this means something
+	// only in a process where nobody registered them
+	// (TestClusterUnregisteredTypesRefuseToStart runs in a fresh one).
 	unregistered bool
 }
 
@@ -437,19 +442,17 @@ type realCluster struct {
 	logs   *clLogRing
 	stalls *clStallWatch
 
-	mu      sync.Mutex
-	nodes   []*clNode
-	proxies map[[2]int]*tcpProxy // [from, to]: the path from node `from` to node `to`
+	mu    sync.Mutex
+	nodes []*clNode
 }
 
 func newRealCluster(t *testing.T, cfg clConfig) *realCluster {
 	c := &realCluster{
-		t:       t,
-		cfg:     cfg,
-		rec:     &cbRecorder{},
-		logs:    newClLogRing(600),
-		stalls:  startClStallWatch(),
-		proxies: make(map[[2]int]*tcpProxy),
+		t:      t,
+		cfg:    cfg,
+		rec:    &cbRecorder{},
+		logs:   newClLogRing(600),
+		stalls: startClStallWatch(),
 	}
 	// Cleanups run last-in first-out: this one runs after the nodes stopped.
 	t.Cleanup(func() {
@@ -466,7 +469,7 @@ func newRealCluster(t *testing.T, cfg clConfig) *realCluster {
 	return c
 }
 
-// teardown stops every node and closes every proxy; it may run twice.
+// teardown stops every node; it may run twice.
 func (c *realCluster) teardown() {
 	c.mu.Lock()
 	var nodes []*clNode
@@ -475,10 +478,6 @@ func (c *realCluster) teardown() {
 			n.stopped = true
 			nodes = append(nodes, n)
 		}
-	}
-	proxies := make([]*tcpProxy, 0, len(c.proxies))
-	for _, p := range c.proxies {
-		proxies = append(proxies, p)
 	}
 	c.mu.Unlock()
 	var wg sync.WaitGroup
@@ -490,13 +489,11 @@ func (c *realCluster) teardown() {
 		}()
 	}
 	wg.Wait()
-	for _, p := range proxies {
-		p.Close()
-	}
 }
 
-// addNode starts a node, connects it to the proxy mesh and lists it in the
-// discovery of every actor. It spawns nothing.
+// addNode starts a node, adds static routes between it and every other
+// live node and lists it in the discovery of every actor. It spawns
+// nothing.
 func (c *realCluster) addNode() int {
 	c.t.Helper()
 	level := gen.LogLevelInfo
@@ -507,9 +504,9 @@ func (c *realCluster) addNode() int {
 	options := gen.NodeOptions{
 		ShutdownTimeout: 10 * time.Second,
 		Network: gen.NetworkOptions{
-			Cookie: clFallbackCookie,
+			Cookie: clCookie,
 			Acceptors: []gen.AcceptorOptions{
-				{Host: "127.0.0.1", Cookie: clCookie},
+				{Host: "127.0.0.1"},
 			},
 		},
 		Log: gen.LogOptions{
@@ -522,11 +519,19 @@ func (c *realCluster) addNode() int {
 	require.NoError(c.t, err, "start node %s", name)
 	n := &clNode{name: name, node: node, listed: true, actors: make(map[gen.Atom]gen.PID)}
 
-	// Register the protocol before the node connects to anyone.
+	// Register the protocol before the node connects to anyone. The
+	// registry is the process's: every node after the first finds the
+	// types taken.
 	if c.cfg.unregistered == false {
-		require.NoError(c.t, node.Network().RegisterTypes(NetworkTypes()))
-		if errs := ErrorTypes(); len(errs) > 0 {
-			require.NoError(c.t, node.Network().RegisterErrors(errs))
+		if err := node.Network().RegisterTypes(NetworkTypes()); err != nil && errors.Is(err, gen.ErrTaken) == false {
+			node.StopForce()
+			c.t.Fatalf("node %s: register the types: %v", name, err)
+		}
+		for _, e := range ErrorTypes() {
+			if err := node.Network().RegisterError(e); err != nil && errors.Is(err, gen.ErrTaken) == false {
+				node.StopForce()
+				c.t.Fatalf("node %s: register an error: %v", name, err)
+			}
 		}
 	}
 
@@ -551,26 +556,24 @@ func (c *realCluster) addNode() int {
 		if o.stopped {
 			continue
 		}
-		c.link(n, o)
-		c.link(o, n)
+		c.route(n, o)
+		c.route(o, n)
 	}
 	return n.idx
 }
 
-// link creates the proxy on the path from -> to and the static route on
-// from that uses it.
-func (c *realCluster) link(from, to *clNode) {
+// route adds the static route on from to to's acceptor.
+func (c *realCluster) route(from, to *clNode) {
 	c.t.Helper()
-	p, err := startProxy(fmt.Sprintf("%d->%d", from.idx, to.idx), to.addr)
+	host, portText, err := net.SplitHostPort(to.addr)
 	require.NoError(c.t, err)
-	c.mu.Lock()
-	c.proxies[[2]int{from.idx, to.idx}] = p
-	c.mu.Unlock()
+	port, err := strconv.ParseUint(portText, 10, 16)
+	require.NoError(c.t, err)
 	route := gen.NetworkRoute{
-		Route:  gen.Route{Host: "127.0.0.1", Port: p.Port()},
+		Route:  gen.Route{Host: host, Port: uint16(port)},
 		Cookie: clCookie,
 	}
-	require.NoError(c.t, from.node.Network().AddRoute(string(to.name), route, 1))
+	require.NoError(c.t, from.node.Network().AddRoute("^"+regexp.QuoteMeta(string(to.name))+"$", route, 1))
 }
 
 func (c *realCluster) addNodes(count int) []int {
@@ -588,18 +591,6 @@ func (c *realCluster) n(i int) *clNode {
 }
 
 func (c *realCluster) name(i int) gen.Atom { return c.n(i).name }
-
-// index returns the index of the node named name, -1 if none.
-func (c *realCluster) index(name gen.Atom) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, n := range c.nodes {
-		if n.name == name {
-			return n.idx
-		}
-	}
-	return -1
-}
 
 // live returns the indices of the nodes not stopped.
 func (c *realCluster) live() []int {
@@ -692,35 +683,21 @@ func (c *realCluster) send(i int, name gen.Atom, message any) {
 	require.NoError(c.t, c.n(i).node.Send(c.pid(i, name), message))
 }
 
-// stopNode stops node i, gracefully (Stop) or abruptly (StopForce). The
-// discovery stops listing it first: a Join of a node that is already gone
-// would declare a member that never answers, which stays in the view until
-// someone calls Leave.
-// stopNode stops node i: gracefully (Stop), or as a crash. A crash is what
-// peers see when a node's machine or OS process dies: every connection to
-// it is lost (the proxies cut and close every link), and only then is the
-// node torn down with StopForce (which alone would be a different event:
-// the framework kills the processes first, and peers see reason kill).
-func (c *realCluster) stopNode(i int, graceful bool) {
+// stopNode stops node i gracefully (Stop). The discovery stops listing it
+// first: a Join of a node that is already gone would declare a member that
+// never answers, which stays in the view until someone calls Leave.
+func (c *realCluster) stopNode(i int) {
 	n := c.n(i)
 	c.setListed(i, false)
-	if graceful {
-		n.node.Stop()
-	} else {
-		for pair, p := range c.allProxies() {
-			if pair[0] == i || pair[1] == i {
-				p.Cut()
-			}
-		}
-		n.node.StopForce()
-	}
+	n.node.Stop()
 	c.mu.Lock()
 	n.stopped = true
 	c.mu.Unlock()
 }
 
-// forceStop stops node i with StopForce alone: its processes are killed
-// before its connections drop, so peers see a real termination (kill).
+// forceStop stops node i with StopForce: its processes are killed before
+// its connections drop, so peers see a real termination (kill). This is
+// not a crash (a crash is a lost connection, see the process lab).
 func (c *realCluster) forceStop(i int) {
 	n := c.n(i)
 	c.setListed(i, false)
@@ -817,47 +794,8 @@ func (c *realCluster) excuse(since time.Time, tolerance time.Duration) string {
 	return ""
 }
 
-// steady polls cond for d. When it stops holding, the test fails, unless
-// the test process stalled for tolerance or more since since: then the
-// attempt is inconclusive and steady panics with clInconclusive, which
-// clRetry catches.
-func (c *realCluster) steady(since time.Time, tolerance, d time.Duration, what string, cond func() (bool, string)) {
-	c.t.Helper()
-	end := time.Now().Add(d)
-	for {
-		ok, desc := cond()
-		if ok == false {
-			c.disrupted(since, tolerance, fmt.Sprintf("%s stopped holding: %s", what, desc))
-		}
-		if time.Now().After(end) {
-			return
-		}
-		time.Sleep(clPoll)
-	}
-}
-
 // disrupted fails the test with message, or abandons the attempt as
 // inconclusive when a stall of the test process explains it.
-// requireStepDown waits for the leader on node i of the cluster named
-// cluster to report HandleBecomeFollower after since, and holds it to the
-// documented bound: ElectionTimeoutMin plus one heartbeat (plus CI slack).
-// what names the situation in messages ("the deaf leader").
-func (c *realCluster) requireStepDown(tm clusterTimings, cluster string, i int, since time.Time, tolerance time.Duration, what string) {
-	c.t.Helper()
-	var stepDown cbEvent
-	waitFor(c.t, clConverge, what+" to step down", func() (bool, string) {
-		var ok bool
-		stepDown, ok = c.rec.firstAfter(cbFollower, cluster, c.name(i), since)
-		return ok, c.stateOf(i, clActorName).String()
-	})
-	latency := stepDown.at.Sub(since)
-	bound := tm.electionMin() + tm.heartbeat() + clSlack
-	c.t.Logf("%s stepped down %s after it was cut off (bound %s)", what, latency.Round(time.Millisecond), bound)
-	if latency >= bound {
-		c.disrupted(since, tolerance, fmt.Sprintf("%s stepped down %s after it was cut off, later than %s", what, latency, bound))
-	}
-}
-
 func (c *realCluster) disrupted(since time.Time, tolerance time.Duration, message string) {
 	c.t.Helper()
 	if why := c.excuse(since, tolerance); why != "" {
@@ -894,94 +832,6 @@ func clRetry(t *testing.T, cfg clConfig, scenario func(c *realCluster)) {
 		t.Logf("attempt %d of %d inconclusive, %s", attempt, attempts, why)
 	}
 	t.Skipf("every attempt was inconclusive: the box is too loaded to evaluate this test")
-}
-
-// ---------------------------------------------------------------------------
-// Network faults
-
-func (c *realCluster) proxy(from, to int) *tcpProxy {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.proxies[[2]int{from, to}]
-	if p == nil {
-		c.t.Fatalf("no proxy %d->%d", from, to)
-	}
-	return p
-}
-
-func (c *realCluster) allProxies() map[[2]int]*tcpProxy {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	copied := make(map[[2]int]*tcpProxy, len(c.proxies))
-	for k, v := range c.proxies {
-		copied[k] = v
-	}
-	return copied
-}
-
-// partition cuts every link between nodes of different groups. A node in
-// no group is alone.
-func (c *realCluster) partition(groups ...[]int) {
-	group := make(map[int]int)
-	for g, members := range groups {
-		for _, i := range members {
-			group[i] = g
-		}
-	}
-	groupOf := func(i int) int {
-		if g, ok := group[i]; ok {
-			return g
-		}
-		return -1 - i
-	}
-	for pair, p := range c.allProxies() {
-		if groupOf(pair[0]) != groupOf(pair[1]) {
-			p.Cut()
-		}
-	}
-}
-
-// healAll restores every link.
-func (c *realCluster) healAll() {
-	for _, p := range c.allProxies() {
-		p.Heal()
-	}
-}
-
-// cutPair cuts both paths between i and j; healPair restores them.
-func (c *realCluster) cutPair(i, j int) {
-	c.proxy(i, j).Cut()
-	c.proxy(j, i).Cut()
-}
-
-func (c *realCluster) healPair(i, j int) {
-	c.proxy(i, j).Heal()
-	c.proxy(j, i).Heal()
-}
-
-// blackhole puts node i behind a firewall that drops its traffic after the
-// TCP connect: its connections close, and every new one, to it or from it,
-// is accepted by the proxy and never answered.
-func (c *realCluster) blackhole(i int) {
-	for pair, p := range c.allProxies() {
-		if pair[0] == i || pair[1] == i {
-			p.Blackhole()
-		}
-	}
-}
-
-// dropToward makes every link to node i half-open: what i sends is
-// delivered, what is sent to i is lost. A pair's connection goes through
-// whichever proxy the dialing side used, so both paths are set.
-func (c *realCluster) dropToward(i int) {
-	for pair, p := range c.allProxies() {
-		switch {
-		case pair[0] == i:
-			p.DropDirection(proxyToSource)
-		case pair[1] == i:
-			p.DropDirection(proxyToTarget)
-		}
-	}
 }
 
 // ---------------------------------------------------------------------------

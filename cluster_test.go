@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -71,9 +72,12 @@ func TestClusterElectsOneLeaderAfterRandomStart(t *testing.T) {
 }
 
 // What It Guarantees / a leader that stops: after the leader's node stops,
-// abruptly or gracefully, the survivors elect a new leader within a bound;
-// the old leader's HandleBecomeFollower runs before its node is gone or not
-// at all, and no term ever has two leaders (checked by the recorder).
+// by StopForce (its processes are killed first, so the peers see the
+// termination) or gracefully, the survivors elect a new leader within a
+// bound; the old leader's HandleBecomeFollower runs before its node is gone
+// or not at all, and no term ever has two leaders (checked by the
+// recorder). A crash, which the peers see as lost connections, is
+// TestLabLeaderKilled on the process lab.
 func TestClusterLeaderNodeStops(t *testing.T) {
 	for _, graceful := range []bool{false, true} {
 		name := "StopForce"
@@ -91,7 +95,11 @@ func TestClusterLeaderNodeStops(t *testing.T) {
 			oldPID := c.pid(old, clActorName)
 
 			stopAt := time.Now()
-			c.stopNode(old, graceful)
+			if graceful {
+				c.stopNode(old)
+			} else {
+				c.forceStop(old)
+			}
 			stopped := time.Now()
 
 			survivors := clWithout(idxs, old)
@@ -138,7 +146,7 @@ func TestClusterStoppedLeaderStaysRemoved(t *testing.T) {
 	for run := range 10 {
 		old, _ := c.waitLeader(c.live(), clActorName, clConverge)
 		oldPID := c.pid(old, clActorName)
-		c.stopNode(old, true) // discovery stops listing it too
+		c.stopNode(old) // discovery stops listing it too
 		survivors := c.live()
 		c.waitLeader(survivors, clActorName, clConverge)
 		c.waitViews(survivors, clActorName, len(survivors), tm.ghostTTL()+clConverge)
@@ -160,232 +168,133 @@ func TestClusterStoppedLeaderStaysRemoved(t *testing.T) {
 	}
 }
 
-// Partitions and Healing, the walkthrough: five nodes, leader A. Split
-// {A,B,C} | {D,E}: A keeps leading at the same term and D, E elect nobody,
-// their views staying at five. Heal: one leader, the same one. Then the
-// split that leaves the leader on the minority side: it steps down within
-// one election timeout (plus a heartbeat) and the majority elects. Heal:
-// one leader, views back to five everywhere.
-func TestClusterPartitionWalkthrough(t *testing.T) {
-	// The walkthrough's views stay at five: no ghost expires during it.
-	tm := clusterSteadyTimings
-	tolerance := tm.electionMin() / 2
-	clRetry(t, clConfig{}, func(c *realCluster) {
-		all := c.addNodes(5)
-		c.spawnAll(all, tm.options("walkthrough", 3), protocolSwitches{})
-		a, term := c.waitLeader(all, clActorName, clConverge)
-		c.waitViews(all, clActorName, 5, clConverge)
-		settled := time.Now()
-
-		rest := clWithout(all, a)
-		rand.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
-		majority := []int{a, rest[0], rest[1]}
-		minority := []int{rest[2], rest[3]}
-		t.Logf("leader %s at term %d; split %v | %v", c.name(a), term, majority, minority)
-
-		splitAt := time.Now()
-		c.partition(majority, minority)
-		c.steady(settled, tolerance, 10*tm.electionMax(), "A leading at the same term, the minority leaderless with views of five", func() (bool, string) {
-			states := c.states(all, clActorName)
-			for _, s := range states {
-				switch {
-				case s.err != nil:
-					return false, clDescribe(states)
-				case s.idx == a && (s.state != "leader" || s.term != term):
-					return false, clDescribe(states)
-				case slices.Contains(minority, s.idx) && s.state == "leader":
-					return false, clDescribe(states)
-				case s.viewSize != 5:
-					return false, clDescribe(states)
-				}
-			}
-			return true, ""
-		})
-		if won := c.rec.leadersSince("walkthrough", splitAt); len(won) > 0 {
-			c.disrupted(settled, tolerance, fmt.Sprintf("nobody may win an election during the split: %v", won))
-		}
-
-		c.healAll()
-		leader, after := c.waitLeader(all, clActorName, clConverge)
-		c.waitViews(all, clActorName, 5, clConverge)
-		if leader != a || after != term {
-			c.disrupted(settled, tolerance, fmt.Sprintf("nobody outranked A, so D and E follow it again: want %s at term %d, got %s at term %d",
-				c.name(a), term, c.name(leader), after))
-		}
-
-		// The leader on the wrong side.
-		x := rest[rand.IntN(len(rest))]
-		small := []int{a, x}
-		large := clWithout(all, a, x)
-		t.Logf("split %v | %v with the leader on the minority side", small, large)
-		splitAt = time.Now()
-		c.partition(small, large)
-
-		c.requireStepDown(tm, "walkthrough", a, splitAt, tolerance, "the isolated leader")
-
-		newLeader, newTerm := c.waitLeader(large, clActorName, clConverge)
-		require.Greater(t, newTerm, term)
-		for _, s := range c.states(small, clActorName) {
-			require.NotEqual(t, "leader", s.state, "the minority side must not lead: %s", s)
-		}
-
-		c.healAll()
-		final, finalTerm := c.waitLeader(all, clActorName, clConverge)
-		c.waitViews(all, clActorName, 5, clConverge)
-		t.Logf("majority elected %s at term %d; after healing %s leads term %d", c.name(newLeader), newTerm, c.name(final), finalTerm)
-		require.GreaterOrEqual(t, finalTerm, newTerm)
-	})
-}
-
 // Set MinClusterSize / No leader below the floor: two nodes with the default
 // floor of three never elect; a third joins and they elect; one is removed
-// for real and the leader steps down to unclustered.
+// for real (its actor terminated) and the leader steps down to
+// unclustered. A node that is gone (a crash: lost connections) and then
+// withdrawn with Leave is TestLabMinClusterSizeNodeGoneAndLeave.
 func TestClusterMinClusterSize(t *testing.T) {
-	for _, removal := range []string{"process killed", "node gone and Leave"} {
-		t.Run(removal, func(t *testing.T) {
-			tm := clusterFastTimings
-			tm.ghost = 60000 // only a real removal may shrink the view here
-			c := newRealCluster(t, clConfig{})
-			all := c.addNodes(3)
-			options := tm.options("floor", 0) // the default floor, 3
-			c.setListed(all[2], false)
-			c.mustSpawn(all[0], clActorSpec{options: options})
-			c.mustSpawn(all[1], clActorSpec{options: options})
+	tm := clusterFastTimings
+	tm.ghost = 60000 // only a real removal may shrink the view here
+	c := newRealCluster(t, clConfig{})
+	all := c.addNodes(3)
+	options := tm.options("floor", 0) // the default floor, 3
+	c.setListed(all[2], false)
+	c.mustSpawn(all[0], clActorSpec{options: options})
+	c.mustSpawn(all[1], clActorSpec{options: options})
 
-			pair := all[:2]
-			waitFor(t, clConverge, "two nodes unclustered with views of two", func() (bool, string) {
-				states := c.states(pair, clActorName)
-				for _, s := range states {
-					if s.err != nil || s.state != "unclustered" || s.viewSize != 2 {
-						return false, clDescribe(states)
-					}
-				}
-				return true, ""
-			})
-			clHoldFor(t, 5*tm.electionMax(), "two nodes staying unclustered", func() (bool, string) {
-				states := c.states(pair, clActorName, "ergo:election_timer_armed")
-				for _, s := range states {
-					if s.err != nil || s.state != "unclustered" || s.raw["ergo:election_timer_armed"] != "false" {
-						return false, clDescribe(states)
-					}
-				}
-				return true, ""
-			})
-			require.Empty(t, c.rec.leadersSince("floor", time.Time{}))
-
-			c.setListed(all[2], true)
-			c.mustSpawn(all[2], clActorSpec{options: options})
-			leader, term := c.waitLeader(all, clActorName, clConverge)
-
-			// Remove a follower for real; the leader loses its floor.
-			gone := clWithout(all, leader)[rand.IntN(2)]
-			survivors := clWithout(all, gone)
-			c.setListed(gone, false)
-			removedAt := time.Now()
-			switch removal {
-			case "process killed":
-				require.NoError(t, c.n(gone).node.SendExit(c.pid(gone, clActorName), errors.New("decommissioned")))
-			default:
-				c.stopNode(gone, false)
-				for _, i := range survivors {
-					c.send(i, clActorName, ctlLeave{node: c.name(gone)})
-				}
+	pair := all[:2]
+	waitFor(t, clConverge, "two nodes unclustered with views of two", func() (bool, string) {
+		states := c.states(pair, clActorName)
+		for _, s := range states {
+			if s.err != nil || s.state != "unclustered" || s.viewSize != 2 {
+				return false, clDescribe(states)
 			}
-			waitFor(t, clConverge, "the survivors unclustered with views of two", func() (bool, string) {
-				states := c.states(survivors, clActorName)
-				for _, s := range states {
-					if s.err != nil || s.state != "unclustered" || s.viewSize != 2 {
-						return false, clDescribe(states)
-					}
-				}
-				return true, ""
-			})
-			took := time.Since(removedAt)
-			require.Less(t, took, tm.ghostTTL()/2, "a real removal shrinks the view at once, not after GhostTTL")
-			_, ok := c.rec.firstAfter(cbFollower, "floor", c.name(leader), removedAt)
-			require.True(t, ok, "the leader of term %d must run HandleBecomeFollower when it drops below the floor", term)
-			require.Empty(t, c.rec.leadersSince("floor", removedAt.Add(time.Nanosecond)))
-		})
-	}
+		}
+		return true, ""
+	})
+	clHoldFor(t, 5*tm.electionMax(), "two nodes staying unclustered", func() (bool, string) {
+		states := c.states(pair, clActorName, "ergo:election_timer_armed")
+		for _, s := range states {
+			if s.err != nil || s.state != "unclustered" || s.raw["ergo:election_timer_armed"] != "false" {
+				return false, clDescribe(states)
+			}
+		}
+		return true, ""
+	})
+	require.Empty(t, c.rec.leadersSince("floor", time.Time{}))
+
+	c.setListed(all[2], true)
+	c.mustSpawn(all[2], clActorSpec{options: options})
+	leader, term := c.waitLeader(all, clActorName, clConverge)
+
+	// Remove a follower for real; the leader loses its floor.
+	gone := clWithout(all, leader)[rand.IntN(2)]
+	survivors := clWithout(all, gone)
+	c.setListed(gone, false)
+	removedAt := time.Now()
+	require.NoError(t, c.n(gone).node.SendExit(c.pid(gone, clActorName), errors.New("decommissioned")))
+	waitFor(t, clConverge, "the survivors unclustered with views of two", func() (bool, string) {
+		states := c.states(survivors, clActorName)
+		for _, s := range states {
+			if s.err != nil || s.state != "unclustered" || s.viewSize != 2 {
+				return false, clDescribe(states)
+			}
+		}
+		return true, ""
+	})
+	took := time.Since(removedAt)
+	require.Less(t, took, tm.ghostTTL()/2, "a real removal shrinks the view at once, not after GhostTTL")
+	_, ok := c.rec.firstAfter(cbFollower, "floor", c.name(leader), removedAt)
+	require.True(t, ok, "the leader of term %d must run HandleBecomeFollower when it drops below the floor", term)
+	require.Empty(t, c.rec.leadersSince("floor", removedAt.Add(time.Nanosecond)))
 }
 
-// Membership / GhostTTL: a member whose connection dropped stays counted,
-// listed in ergo:unreachable, until GhostTTL, and only then leaves the view.
+// Membership / GhostTTL and StopForce: a member whose connection dropped
+// stays counted, listed in ergo:unreachable, until GhostTTL (the lost
+// connection: TestLabGhostTTL on the process lab). StopForce kills the
+// node's processes before its connections drop, as the framework does:
+// the peers see a real termination (kill), and the member leaves at once.
 func TestClusterGhostTTL(t *testing.T) {
-	for _, how := range []string{"link cut", "node StopForce"} {
-		t.Run(how, func(t *testing.T) {
-			tm := clusterFastTimings
-			tm.ghost = 1500
-			c := newRealCluster(t, clConfig{})
-			all := c.addNodes(4)
-			c.spawnAll(all, tm.options("ghost", 3), protocolSwitches{})
-			leader, _ := c.waitLeader(all, clActorName, clConverge)
-			c.waitViews(all, clActorName, 4, clConverge)
+	tm := clusterFastTimings
+	tm.ghost = 1500
+	c := newRealCluster(t, clConfig{})
+	all := c.addNodes(4)
+	c.spawnAll(all, tm.options("ghost", 3), protocolSwitches{})
+	leader, _ := c.waitLeader(all, clActorName, clConverge)
+	c.waitViews(all, clActorName, 4, clConverge)
 
-			gone := clWithout(all, leader)[rand.IntN(3)]
-			goneName := string(c.name(gone))
-			survivors := clWithout(all, gone)
-			// Discovery stops listing it, otherwise it would Join it back.
-			c.setListed(gone, false)
+	gone := clWithout(all, leader)[rand.IntN(3)]
+	goneName := string(c.name(gone))
+	survivors := clWithout(all, gone)
+	// Discovery stops listing it, otherwise it would Join it back.
+	c.setListed(gone, false)
 
-			// A cut link is a lost connection: the member stays, a ghost, for
-			// GhostTTL. StopForce kills the node's processes before its
-			// connections drop, as the framework does: the peers see a real
-			// termination (kill), and the member leaves at once.
-			ghost := how == "link cut"
-			lostAt := time.Now()
-			if ghost {
-				c.partition(survivors, []int{gone})
-			} else {
-				c.stopNode(gone, false)
+	lostAt := time.Now()
+	c.forceStop(gone)
+
+	shrunk := make(map[int]time.Duration)
+	seenGhost := make(map[int]bool)
+	waitFor(t, tm.ghostTTL()+clConverge, "the lost member to leave every view", func() (bool, string) {
+		states := c.states(survivors, clActorName, "ergo:unreachable")
+		for _, s := range states {
+			if s.err != nil {
+				return false, clDescribe(states)
 			}
-
-			shrunk := make(map[int]time.Duration)
-			seenGhost := make(map[int]bool)
-			waitFor(t, tm.ghostTTL()+clConverge, "the lost member to leave every view", func() (bool, string) {
-				states := c.states(survivors, clActorName, "ergo:unreachable")
-				for _, s := range states {
-					if s.err != nil {
-						return false, clDescribe(states)
-					}
-					if _, done := shrunk[s.idx]; done {
-						continue
-					}
-					switch s.viewSize {
-					case 4:
-						if strings.Contains(s.raw["ergo:unreachable"], goneName) {
-							seenGhost[s.idx] = true
-						}
-					case 3:
-						shrunk[s.idx] = time.Since(lostAt)
-					default:
-						t.Fatalf("unexpected view: %s", s)
-					}
+			if _, done := shrunk[s.idx]; done {
+				continue
+			}
+			switch s.viewSize {
+			case 4:
+				if strings.Contains(s.raw["ergo:unreachable"], goneName) {
+					seenGhost[s.idx] = true
 				}
-				return len(shrunk) == len(survivors), clDescribe(states)
-			})
-			atOnce := 0
-			for _, i := range survivors {
-				t.Logf("%s dropped the lost member %s after the loss", c.name(i), shrunk[i].Round(time.Millisecond))
-				if ghost == false && seenGhost[i] == false {
-					// the framework reported the kill
-					require.Less(t, shrunk[i], tm.ghostTTL(), "a real termination removes the member at once")
-					atOnce++
-					continue
-				}
-				// A process busy in a callback when StopForce hits is seen
-				// as a lost connection instead, as on the real framework.
-				require.True(t, seenGhost[i], "%s must have listed the lost member in ergo:unreachable while counting it", c.name(i))
-				require.GreaterOrEqual(t, shrunk[i], tm.ghostTTL(), "the view may not shrink before GhostTTL")
-				require.Less(t, shrunk[i], tm.ghostTTL()+clSlack+time.Second)
+			case 3:
+				shrunk[s.idx] = time.Since(lostAt)
+			default:
+				t.Fatalf("unexpected view: %s", s)
 			}
-			if ghost == false {
-				require.Positive(t, atOnce, "StopForce kills before the connections drop: the peers see the termination")
-			}
-			// Three of three still qualify: the cluster keeps one leader.
-			c.waitLeader(survivors, clActorName, clConverge)
-		})
+		}
+		return len(shrunk) == len(survivors), clDescribe(states)
+	})
+	atOnce := 0
+	for _, i := range survivors {
+		t.Logf("%s dropped the lost member %s after the loss", c.name(i), shrunk[i].Round(time.Millisecond))
+		if seenGhost[i] == false {
+			// the framework reported the kill
+			require.Less(t, shrunk[i], tm.ghostTTL(), "a real termination removes the member at once")
+			atOnce++
+			continue
+		}
+		// A process busy in a callback when StopForce hits is seen
+		// as a lost connection instead, as on the real framework.
+		require.True(t, seenGhost[i], "%s must have listed the lost member in ergo:unreachable while counting it", c.name(i))
+		require.GreaterOrEqual(t, shrunk[i], tm.ghostTTL(), "the view may not shrink before GhostTTL")
+		require.Less(t, shrunk[i], tm.ghostTTL()+clSlack+time.Second)
 	}
+	require.Positive(t, atOnce, "StopForce kills before the connections drop: the peers see the termination")
+	// Three of three still qualify: the cluster keeps one leader.
+	c.waitLeader(survivors, clActorName, clConverge)
 }
 
 // Membership / Leave: a withdrawal shrinks the view at once, and traffic
@@ -430,7 +339,7 @@ func TestClusterLeaveIsImmediateAndSticky(t *testing.T) {
 	})
 	// The node really goes away now, so that it cannot come back by talking
 	// once the window is over.
-	c.stopNode(gone, false)
+	c.forceStop(gone)
 
 	withdrawn := 0
 	for _, i := range survivors {
@@ -592,19 +501,42 @@ func TestClusterConfirmLeaderDenial(t *testing.T) {
 	}
 }
 
+// clEnvFreshProcess marks the test binary re-run for one test in a fresh
+// process.
+const clEnvFreshProcess = "LEADER_TEST_FRESH_PROCESS"
+
 // Register the wire types: without leader.NetworkTypes() on the node the
-// actor refuses to start, and says what to do.
+// actor refuses to start, and says what to do; once they are registered it
+// starts. The framework's type registry belongs to the process, not to the
+// node, and every other test registers the types, so the test runs in a
+// fresh process of the test binary where nobody did.
 func TestClusterUnregisteredTypesRefuseToStart(t *testing.T) {
+	if os.Getenv(clEnvFreshProcess) == "" {
+		self, err := os.Executable()
+		require.NoError(t, err)
+		cmd := exec.Command(self, "-test.run=^TestClusterUnregisteredTypesRefuseToStart$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), clEnvFreshProcess+"=1")
+		out, err := cmd.CombinedOutput()
+		t.Logf("the test in a fresh process:\n%s", out)
+		require.NoError(t, err, "the test failed in its fresh process")
+		require.Contains(t, string(out), "--- PASS: TestClusterUnregisteredTypesRefuseToStart", "the fresh process must have run the test")
+		return
+	}
 	c := newRealCluster(t, clConfig{unregistered: true})
 	i := c.addNode()
-	_, err := c.spawn(i, clActorSpec{options: clusterFastTimings.options("unregistered", 3)})
+	spec := clActorSpec{options: clusterFastTimings.options("unregistered", 3)}
+	_, err := c.spawn(i, spec)
 	require.Error(t, err)
 	t.Logf("spawn error: %v (errors.Is ErrNotRegistered: %v)", err, errors.Is(err, ErrNotRegistered))
-	if errors.Is(err, ErrNotRegistered) == false {
-		require.Contains(t, err.Error(), "leader.NetworkTypes", "the error must name the fix: %v", err)
-	} else {
-		require.Contains(t, err.Error(), "leader.NetworkTypes")
-	}
+	require.ErrorIs(t, err, ErrNotRegistered)
+	require.Contains(t, err.Error(), "leader.NetworkTypes", "the error must name the fix: %v", err)
 	_, lookup := c.n(i).node.ProcessPID(clActorName)
 	require.Error(t, lookup, "the actor must not be running")
+
+	// Nobody had registered them in this process: registering succeeds
+	// (not ErrTaken), and then the actor starts.
+	network := c.n(i).node.Network()
+	require.NoError(t, network.RegisterTypes(NetworkTypes()), "the types must not have been registered in the fresh process")
+	_, err = c.spawn(i, spec)
+	require.NoError(t, err, "with the types registered the actor starts")
 }

@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -30,12 +31,40 @@ const (
 	labParamTick     = "tick_ms"
 )
 
+// Parameters that turn off one mechanism of the protocol (any non-empty
+// value), mapped to protocolSwitches: a test compares a run with the
+// mechanism and one without it.
+const (
+	labParamNoPreVote        = "no_prevote"
+	labParamNoResponseQuorum = "no_response_quorum"
+	labParamNoFastFailover   = "no_fast_failover"
+)
+
+// labSwitches reads the protocol switches from the parameters.
+func labSwitches(c *lab.Child) protocolSwitches {
+	return protocolSwitches{
+		noPreVote:        c.Param(labParamNoPreVote) != "",
+		noResponseQuorum: c.Param(labParamNoResponseQuorum) != "",
+		noFastFailover:   c.Param(labParamNoFastFailover) != "",
+	}
+}
+
+// labOpInspect answers with the actor's Inspect items named in its
+// arguments, as JSON; it runs outside the actor (an actor cannot inspect
+// itself from its own handler).
+const labOpInspect = "inspect"
+
 func labProgram() lab.Program {
 	return lab.Program{
 		Types:  NetworkTypes(),
 		Errors: ErrorTypes(),
 		Start: func(c *lab.Child) (gen.PID, error) {
-			factory := func() gen.ProcessBehavior { return &labActor{child: c} }
+			switches := labSwitches(c)
+			factory := func() gen.ProcessBehavior {
+				a := &labActor{child: c}
+				a.Actor.switches = switches
+				return a
+			}
 			return c.Node().SpawnRegister(labActorName, factory, gen.ProcessOptions{})
 		},
 		Go: func(c *lab.Child) error {
@@ -46,8 +75,26 @@ func labProgram() lab.Program {
 			_, err := labCall(c, "join", peers)
 			return err
 		},
-		Handle: labCall,
+		Handle: func(c *lab.Child, op string, args []string) (string, error) {
+			if op == labOpInspect {
+				return labChildInspect(c, args)
+			}
+			return labCall(c, op, args)
+		},
 	}
+}
+
+func labChildInspect(c *lab.Child, items []string) (string, error) {
+	pid, err := c.Node().ProcessPID(labActorName)
+	if err != nil {
+		return "", err
+	}
+	raw, err := c.Node().Inspect(pid, items...)
+	if err != nil {
+		return "", err
+	}
+	out, err := json.Marshal(raw)
+	return string(out), err
 }
 
 // labCall runs an operation inside the actor, so that Join, Leave and

@@ -8,12 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ergo.services/actor/leader/internal/lab"
 )
 
 // The fast-failover comparison of docs/performance.md. Fast failover can
 // only be switched off through an unexported field, so the comparison lives
 // here rather than in examples/perf, and it is a measurement, not a test:
-// it runs only when asked to and asserts nothing about speed.
+// it runs only when asked to and asserts nothing about speed. It runs on
+// the process lab (a crash is a killed OS process; root needed).
 //
 //	LEADER_PERF=1 go test -run TestPerfFastFailoverComparison -v .
 //	LEADER_PERF=1 LEADER_PERF_DOC=docs/performance.md LEADER_PERF_SIZES=3,5,9 go test -run TestPerfFastFailoverComparison -v .
@@ -22,13 +25,15 @@ import (
 // LEADER_PERF_SIZES the cluster sizes (default 5), and LEADER_PERF_DOC the
 // report whose "compare" section is replaced with the table.
 
-// TestPerfFastFailoverComparison kills the leader's node abruptly
-// (StopForce) in a fresh cluster per run, with fast failover on and off,
-// and measures until every survivor follows one new leader.
+// TestPerfFastFailoverComparison kills the leader's process (SIGKILL) of a
+// lab cluster, with fast failover on and off, and measures until every
+// survivor follows one new leader; the killed node is restarted before the
+// next run.
 func TestPerfFastFailoverComparison(t *testing.T) {
 	if os.Getenv("LEADER_PERF") == "" {
 		t.Skip("a measurement: set LEADER_PERF=1 to run it")
 	}
+	lab.Require(t)
 	runs := perfEnvInt(t, "LEADER_PERF_RUNS", 50)
 	sizes := []int{5}
 	if v := os.Getenv("LEADER_PERF_SIZES"); v != "" {
@@ -47,16 +52,22 @@ func TestPerfFastFailoverComparison(t *testing.T) {
 	for _, size := range sizes {
 		for _, fastOff := range []bool{false, true} {
 			row := perfFailoverRow{nodes: size, fastOff: fastOff}
-			for run := 0; run < runs; run++ {
-				name := fmt.Sprintf("nodes=%d/fast=%v/run=%d", size, fastOff == false, run+1)
-				t.Run(name, func(t *testing.T) {
-					took, elections := perfFailoverOnce(t, size, protocolSwitches{noFastFailover: fastOff})
-					row.samples = append(row.samples, took)
-					if elections == 1 {
+			t.Run(fmt.Sprintf("nodes=%d/fast=%v", size, fastOff == false), func(t *testing.T) {
+				var off []string
+				if fastOff {
+					off = append(off, labParamNoFastFailover)
+				}
+				c := lab.Start(t, lab.Config{Nodes: size, Params: labDefaultTimings.params(3, off...)})
+				var restartedAt time.Time
+				for run := 0; run < runs; run++ {
+					f := labKillLeader(t, c, size, restartedAt)
+					restartedAt = time.Now()
+					row.samples = append(row.samples, f.agreed)
+					if f.nextTerm-f.term == 1 {
 						row.oneElection++
 					}
-				})
-			}
+				}
+			})
 			t.Logf("nodes %d, fast failover %s: %s", size, row.mode(), clSummary(row.samples))
 			rows = append(rows, row)
 		}
@@ -84,56 +95,12 @@ func (r perfFailoverRow) mode() string {
 	return "on"
 }
 
-// perfFailoverOnce starts a settled cluster of size nodes, kills its
-// leader's node, and returns the time from the kill until every survivor's
-// callbacks name one new leader at one term, and how many terms it took.
-func perfFailoverOnce(t *testing.T, size int, switches protocolSwitches) (time.Duration, uint64) {
-	tm := clusterDefaultTimings
-	c := newRealCluster(t, clConfig{})
-	idxs := c.addNodes(size)
-	c.spawnAll(idxs, tm.options("perf-compare", 3), switches)
-	c.waitViews(idxs, clActorName, size, clConverge)
-	old, before := c.waitLeader(idxs, clActorName, clConverge)
-	// every follower has acknowledged, and heard, a recent heartbeat
-	time.Sleep(2 * tm.heartbeat())
-	if leader, term, ok, _ := c.agreedLeader(idxs, clActorName); ok == false || leader != old || term != before {
-		t.Fatalf("the cluster did not stay settled before the kill")
-	}
-	survivors := clWithout(idxs, old)
-	start := time.Now()
-	c.stopNode(old, false)
-	leader, term := c.waitLeader(survivors, clActorName, clConverge)
-
-	// The poll above only says that it happened; the callbacks say when.
-	leaderName := c.name(leader)
-	var done time.Time
-	for _, i := range survivors {
-		name := c.name(i)
-		found := c.rec.find(func(e cbEvent) bool {
-			if e.node != name || e.term != term || e.at.Before(start) {
-				return false
-			}
-			if i == leader {
-				return e.kind == cbLeader
-			}
-			return e.kind == cbFollower && e.leader.Node == leaderName
-		})
-		if len(found) == 0 {
-			t.Fatalf("no callback of %s names the new leader %s at term %d", name, leaderName, term)
-		}
-		if found[0].at.After(done) {
-			done = found[0].at
-		}
-	}
-	return done.Sub(start), term - before
-}
-
 // perfCompareTable renders the rows for the report.
 func perfCompareTable(rows []perfFailoverRow, runs int, load string, took time.Duration) string {
 	lo, hi := clusterDefaultTimings.electionMin(), clusterDefaultTimings.electionMax()
 	var b strings.Builder
 	b.WriteString("## 1b. Fast failover on and off\n\n")
-	b.WriteString("The same crash as in section 1, measured by a test of package leader, because the switch that turns fast failover off is unexported. Each run is a fresh cluster (default options, test helpers of the cluster tests: real nodes, a TCP proxy per pair); the leader's node is stopped with `StopForce` and the time runs until every survivor's callbacks name one new leader at one term. \"on\" is the library as shipped; \"off\" waits for the normal election timeout after the leader's down.\n\n")
+	b.WriteString("The same crash as in section 1, measured by a test of package leader, because the switch that turns fast failover off is unexported. Each size and mode is one cluster of the process lab (every node its own OS process in its own network namespace, default options); each run kills the leader's process with SIGKILL, the time runs until every survivor's callbacks name one new leader at one term, and the killed node is restarted (and the cluster settled) before the next run. \"on\" is the library as shipped; \"off\" waits for the normal election timeout after the leader's down.\n\n")
 	b.WriteString("| fast failover | nodes | runs | p50 ms | p90 ms | p99 ms | max ms | p50 / ElectionTimeoutMin | p99 / ElectionTimeoutMin | p50 / ElectionTimeoutMax | p99 / ElectionTimeoutMax | one election |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {

@@ -76,6 +76,9 @@ type Child struct {
 	recvMu   sync.Mutex
 	received map[string]uint64
 
+	stallMu sync.Mutex
+	stalls  []Stall
+
 	goOnce sync.Once
 }
 
@@ -197,6 +200,7 @@ func runChild(config string, program Program) int {
 		c.send(report{Kind: "ready", Err: err.Error()})
 		return 2
 	}
+	go c.watchStalls()
 	s := c.Status()
 	c.send(report{Kind: "ready", Status: &s})
 	go c.watch()
@@ -294,6 +298,14 @@ func (c *Child) handle(cmd command) {
 	r := report{Kind: "reply", ID: cmd.ID}
 	switch cmd.Op {
 	case OpStatus:
+	case OpStalls:
+		c.stallMu.Lock()
+		out, err := json.Marshal(c.stalls)
+		c.stallMu.Unlock()
+		r.Result = string(out)
+		if err != nil {
+			r.Err = err.Error()
+		}
 	case OpStop:
 		c.Logf("stopping gracefully")
 		c.node.Stop()
@@ -324,6 +336,30 @@ func (c *Child) handle(cmd command) {
 	s := c.Status()
 	r.Status = &s
 	c.send(r)
+}
+
+// stallTick is the period of the stall watch; a tick more than
+// 4*stallTick late is a stall.
+const stallTick = 5 * time.Millisecond
+
+// watchStalls records the times this process was not scheduled (the last
+// 256 of them).
+func (c *Child) watchStalls() {
+	ticker := time.NewTicker(stallTick)
+	defer ticker.Stop()
+	last := time.Now()
+	for range ticker.C {
+		now := time.Now()
+		if gap := now.Sub(last); gap > 4*stallTick {
+			c.stallMu.Lock()
+			c.stalls = append(c.stalls, Stall{End: now.UnixNano(), Gap: gap})
+			if len(c.stalls) > 256 {
+				c.stalls = c.stalls[len(c.stalls)-256:]
+			}
+			c.stallMu.Unlock()
+		}
+		last = now
+	}
 }
 
 // startProbes spawns the probe senders. A sender always uses one link of a

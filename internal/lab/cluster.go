@@ -47,6 +47,8 @@ type Cluster struct {
 
 	mu     sync.Mutex
 	events []Event
+
+	closeOnce sync.Once
 }
 
 // Start creates the namespaces, starts every node process and waits until
@@ -76,7 +78,7 @@ func Start(t testing.TB, cfg Config) *Cluster {
 			Name: fmt.Sprintf("n%d@%s", i+1, nt.IP(i)),
 		})
 	}
-	t.Cleanup(c.teardown)
+	t.Cleanup(c.Close)
 	for _, n := range c.nodes {
 		if err := n.spawn(); err != nil {
 			t.Fatalf("lab: start %s: %v", n.Name, err)
@@ -225,6 +227,21 @@ func (c *Cluster) AwaitAgreement(timeout time.Duration, idxs ...int) (int, uint6
 	return leader, term
 }
 
+// WorstStall returns the longest scheduling stall of a running node process
+// (Node.Stalls) that ended at or after since, and which node it was.
+func (c *Cluster) WorstStall(since time.Time) (time.Duration, string) {
+	var worst time.Duration
+	who := ""
+	for _, n := range c.nodes {
+		for _, s := range n.Stalls(since) {
+			if s.Gap > worst {
+				worst, who = s.Gap, n.Name
+			}
+		}
+	}
+	return worst, who
+}
+
 // All returns the indexes 0..Nodes-1 except the given ones.
 func (c *Cluster) All(except ...int) []int {
 	var out []int
@@ -238,6 +255,16 @@ func (c *Cluster) All(except ...int) []int {
 		}
 	}
 	return out
+}
+
+// Close kills every node process and removes the namespaces now, instead
+// of at the end of the test (a test that tries a scenario again on a fresh
+// cluster closes the last one first). It runs once; t.Cleanup calls it too.
+func (c *Cluster) Close() {
+	c.closeOnce.Do(func() {
+		c.teardown()
+		c.Net.remove()
+	})
 }
 
 func (c *Cluster) teardown() {

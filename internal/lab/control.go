@@ -23,7 +23,22 @@ const (
 	OpStatus = "status" // reply with a fresh Status
 	OpStop   = "stop"   // gracefully stop the node (node.Stop) and exit 0
 	OpGo     = "go"     // start the traffic probes (Config.Pingers)
+	OpStalls = "stalls" // reply with the scheduling stalls seen (JSON []Stall)
 )
+
+// Stall is a time the node process was not scheduled: its 5 ms ticker fired
+// Gap late (CPU starvation on a loaded box, a garbage collection pause, a
+// SIGSTOP). A protocol timing assumption holds only while stalls stay well
+// below ElectionTimeoutMin, so a test that asserts that nothing happens
+// treats a disruption during a long stall as inconclusive.
+type Stall struct {
+	// End is when the process ran again (Unix ns).
+	End int64         `json:"end"`
+	Gap time.Duration `json:"gap"`
+}
+
+// EndTime is End as a time.
+func (s Stall) EndTime() time.Time { return time.Unix(0, s.End) }
 
 // command is one parent -> child line.
 type command struct {

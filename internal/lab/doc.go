@@ -21,8 +21,9 @@
 // Names carry the test process's pid and a counter; everything is removed
 // in t.Cleanup, and NewNet first removes what a killed earlier run left
 // (RemoveStale). Cut, CutFast, CutWith, Heal, Partition, PartitionWith and
-// HealAll change the routes; Links counts the kernel's TCP connections
-// between two nodes.
+// HealAll change the routes; Deafen makes every link to one node half-open
+// (an nftables rule in its namespace drops what is sent to it, not what it
+// sends); Links counts the kernel's TCP connections between two nodes.
 //
 // Cluster (Start) adds one node process per namespace. The test binary is
 // the node program: the test package's TestMain calls Main, which runs the
@@ -44,7 +45,9 @@
 // LEADER_LAB_VERBOSE=1). A child pushes its Status (the actor's Inspect
 // keys, the probe counters, each peer's connection and pool) whenever it
 // changes, and answers Node.Do and Node.Refresh; Child.Emit pushes events
-// (the test actor reports its callbacks with it). A child exits when the
+// (the test actor reports its callbacks with it). Every child watches its
+// own scheduling stalls (Node.Stalls, Cluster.WorstStall), so that a test
+// can tell a protocol failure from a node process that was not scheduled. A child exits when the
 // channel closes, and dies with the test process (Pdeathsig).
 //
 // The leader-only work log (WorkLog, ReadWorkLog, FindOverlaps) is a file
@@ -52,6 +55,6 @@
 // times at which two nodes both did leader-only work.
 //
 // Requirements: root, iproute2 (ip, ss) and a kernel with network
-// namespaces and sock_destroy (ss -K). Require skips a test otherwise, or
+// namespaces and sock_destroy (ss -K); Deafen also needs nft (nftables). Require skips a test otherwise, or
 // fails it when LEADER_LAB=require.
 package lab

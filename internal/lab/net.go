@@ -68,6 +68,7 @@ type Net struct {
 
 	mu   sync.Mutex
 	cuts map[[2]int]CutMode
+	deaf map[int]bool
 }
 
 // Available reports why the lab cannot run here, or "" if it can: it needs
@@ -115,6 +116,7 @@ func NewNet(t testing.TB, n int) *Net {
 		t:      t,
 		bridge: bridgePrefix + tag,
 		cuts:   make(map[[2]int]CutMode),
+		deaf:   make(map[int]bool),
 	}
 	t.Cleanup(nt.remove)
 	nt.must("ip", "link", "add", nt.bridge, "type", "bridge")
@@ -169,15 +171,14 @@ func (nt *Net) CutWith(mode CutMode, i, j int) {
 	key := pairKey(i, j)
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
-	if _, ok := nt.cuts[key]; ok {
-		nt.heal(key)
-	}
 	kind := "blackhole"
 	if mode == CutAbort {
 		kind = "unreachable"
 	}
-	nt.must("ip", "netns", "exec", nt.ns[i], "ip", "route", "add", kind, nt.ips[j]+"/32")
-	nt.must("ip", "netns", "exec", nt.ns[j], "ip", "route", "add", kind, nt.ips[i]+"/32")
+	// "replace" re-cuts a pair already cut in place: no instant in which
+	// the two can reach each other (a redial would slip through).
+	nt.must("ip", "netns", "exec", nt.ns[i], "ip", "route", "replace", kind, nt.ips[j]+"/32")
+	nt.must("ip", "netns", "exec", nt.ns[j], "ip", "route", "replace", kind, nt.ips[i]+"/32")
 	nt.cuts[key] = mode
 	if mode == CutAbort {
 		// The routes are in place first, so the resets that aborting sends
@@ -235,7 +236,7 @@ func (nt *Net) PartitionWith(mode CutMode, groups ...[]int) {
 	}
 }
 
-// HealAll removes every cut.
+// HealAll removes every cut and every Deafen.
 func (nt *Net) HealAll() {
 	nt.t.Helper()
 	nt.mu.Lock()
@@ -243,6 +244,67 @@ func (nt *Net) HealAll() {
 	for key := range nt.cuts {
 		nt.heal(key)
 	}
+	for i := range nt.deaf {
+		nt.undeafen(i)
+	}
+}
+
+// deafTable is the nftables table Deafen installs in a namespace.
+const deafTable = "leaderlab"
+
+// Deafen makes every link to node i half-open: what i sends is delivered
+// (and acknowledged), what the others send to i is lost. Node i's kernel
+// drops every incoming TCP segment from another lab node that carries the
+// PSH flag, which every segment ending a write has, while pure
+// acknowledgements, which never have it, pass. The first data segment
+// dropped leaves a hole in the byte stream that TCP never fills, so nothing
+// sent toward i after it reaches i's runtime, on any link, existing or new
+// (a dial's TCP handshake completes, the framework's handshake does not):
+// i cannot hear anyone, and everyone still hears i. Undeafen and HealAll
+// restore it; connections that hit the hole recover by retransmission.
+//
+// It needs the nft command (Debian package nftables); without it Deafen
+// skips the test, or fails it when LEADER_LAB=require.
+func (nt *Net) Deafen(i int) {
+	nt.t.Helper()
+	if _, err := exec.LookPath("nft"); err != nil {
+		if os.Getenv("LEADER_LAB") == "require" {
+			nt.t.Fatalf("lab: Deafen needs the nft command (apt-get install nftables): %v", err)
+		}
+		nt.t.Skipf("lab: Deafen needs the nft command (apt-get install nftables): %v", err)
+	}
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	if nt.deaf[i] {
+		return
+	}
+	subnet := nt.ips[i][:strings.LastIndexByte(nt.ips[i], '.')] + ".0/24"
+	rules := fmt.Sprintf("table inet %s {\n chain input {\n  type filter hook input priority 0; policy accept;\n  ip saddr %s ip saddr != %s tcp flags & psh == psh drop\n }\n}\n",
+		deafTable, subnet, nt.ips[i])
+	cmd := exec.Command("ip", "netns", "exec", nt.ns[i], "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		nt.t.Fatalf("lab: deafen %d: %v: %s", i, err, out)
+	}
+	nt.deaf[i] = true
+}
+
+// Undeafen removes what Deafen(i) installed.
+func (nt *Net) Undeafen(i int) {
+	nt.t.Helper()
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	nt.undeafen(i)
+}
+
+func (nt *Net) undeafen(i int) {
+	if nt.deaf[i] == false {
+		return
+	}
+	if out, err := exec.Command("ip", "netns", "exec", nt.ns[i], "nft", "delete", "table", "inet", deafTable).CombinedOutput(); err != nil {
+		nt.t.Errorf("lab: undeafen %d: %v: %s", i, err, out)
+	}
+	delete(nt.deaf, i)
 }
 
 // Cuts returns the pairs cut now, with their modes.

@@ -358,3 +358,27 @@ func (n *Node) waitExit(timeout time.Duration) bool {
 		return false
 	}
 }
+
+// Stalls returns the scheduling stalls of the node process (see Stall)
+// that ended at or after since. A stalled (SIGSTOP) or exited node cannot
+// answer: it returns nothing.
+func (n *Node) Stalls(since time.Time) []Stall {
+	if n.Alive() == false || n.Stalled() {
+		return nil
+	}
+	rep, err := n.do(10*time.Second, OpStalls)
+	if err != nil {
+		return nil
+	}
+	var all []Stall
+	if err := json.Unmarshal([]byte(rep.Result), &all); err != nil {
+		return nil
+	}
+	var out []Stall
+	for _, s := range all {
+		if s.EndTime().Before(since) == false {
+			out = append(out, s)
+		}
+	}
+	return out
+}
