@@ -238,8 +238,8 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	case h.cluster != e.cfg.clusterID:
 		e.drop("cluster_mismatch")
 		e.warnEvery("cluster_mismatch "+string(from.Node), time.Minute,
-			"dropped a protocol message from %s for ClusterID %q; this actor's ClusterID is %q. If that node is meant to take part in this election, one of the two ClusterIDs is misspelt; until they match it is not counted here and it has no leader (repeated at most once a minute)",
-			from, h.cluster, e.cfg.clusterID)
+			"dropped a protocol message from node %s (%s) for ClusterID %q; this actor's ClusterID is %q. If that node is meant to take part in this election, one of the two ClusterIDs is misspelt; until they match it is not counted here and it has no leader (repeated at most once a minute)",
+			from.Node, from, h.cluster, e.cfg.clusterID)
 		return true
 	case from.Node == e.self.Node:
 		// The view is keyed by node; a second actor of the same cluster on

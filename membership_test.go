@@ -66,7 +66,7 @@ func TestConnectionLossKeepsMemberUntilGhostTTL(t *testing.T) {
 	h.e.takeEffects()
 	assert.Equal(t, 3, h.e.viewSize(), "a blip must not lower quorum")
 	assert.Equal(t, gen.PID{}, h.e.members[node("c")].pid, "only how to reach it is forgotten")
-	assert.Contains(t, unreachableList(h.e), "c (0s ago)")
+	assert.Contains(t, unreachableList(h.e), "c@test (0s ago)")
 	h.advance(999 * time.Millisecond)
 	assert.Equal(t, 3, h.e.viewSize())
 	h.advance(time.Millisecond)

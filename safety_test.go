@@ -320,3 +320,21 @@ func TestTimeoutNowOfAnotherTermIsIgnored(t *testing.T) {
 	assert.Equal(t, uint64(4), h.e.term)
 	assert.Equal(t, uint64(1), h.e.dropped["unexpected_timeout_now"])
 }
+
+// Finding 4, the other half: a node left behind by more than the bound
+// (the others adopted a term at the bound and went on electing) catches up
+// once a quorum of members is that far ahead; one member never suffices.
+func TestLaggingNodeBelievesAQuorumFarAhead(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c", "d", "e")
+	far := uint64(maxTermAhead + 10)
+	h.recv("b", msgHeartbeatAck{ClusterID: "c", Term: far})
+	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: far + 1})
+	assert.Equal(t, uint64(0), h.e.term, "two of five are no quorum")
+	assert.Equal(t, uint64(2), h.e.dropped["absurd_term"])
+	h.recv("b", msgHeartbeatAck{ClusterID: "c", Term: far + 5})
+	assert.Equal(t, uint64(0), h.e.term, "one member repeating itself is still one member")
+	h.recv("d", msgHeartbeatAck{ClusterID: "c", Term: far + 2})
+	// the quorum's lowest term (far+1) is adopted, and then d's message,
+	// now within the bound, is handled as usual
+	assert.Equal(t, far+2, h.e.term, "a quorum is far ahead")
+}
