@@ -94,6 +94,7 @@ type Actor struct {
 	dialing    map[gen.Atom]bool          // nodes it is connecting to now
 	watcherPID gen.PID                    // the helper that monitors members' processes (watcher.go)
 	held       map[gen.Atom][]heldMessage // sends waiting for the dialer (dialer.go)
+	losses     *lossBoard                 // connection losses as the watcher saw them
 
 	// Injected by the deterministic simulator; production uses the wall
 	// clock and a randomly seeded source.
@@ -146,6 +147,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		a.Log().Warning("leader %q: %s", cfg.clusterID, warning)
 	}
 
+	a.losses = &lossBoard{}
 	a.state = newElection(cfg, a.PID(), a.Name(), a.rng, a.Log())
 	a.state.switches = a.switches
 	a.state.start(a.clock())
@@ -455,7 +457,7 @@ func (a *Actor) perform(out effects) {
 // watch asks the watcher to monitor pid, starting it on first use.
 func (a *Actor) watch(pid gen.PID) {
 	if a.watcherPID == (gen.PID{}) {
-		watcher, err := a.Spawn(factoryWatcher, gen.ProcessOptions{LinkParent: true})
+		watcher, err := a.Spawn(factoryWatcher, gen.ProcessOptions{LinkParent: true}, a.losses, a.clock)
 		if err != nil {
 			a.Log().Error("leader %q: cannot start the watcher process (%s): peers' downs will not be seen, so failover waits for the election timeout and terminated peers leave only through GhostTTL or Leave", a.state.cfg.clusterID, err)
 			return

@@ -13,7 +13,14 @@ import (
 // leader-only action with it; a step that takes long should check
 // LeaseExpiry before it starts and again before it commits.
 func (a *Actor) IsLeader() bool {
-	return a.state != nil && a.state.leadingWhere(a.clock(), a.connected)
+	return a.state != nil && a.state.leadingWhere(a.clock(), a.stillConnected)
+}
+
+// stillConnected reports whether m's acknowledgements may still count: its
+// node is connected now, and the connection they came over was not lost
+// since (the watcher saw no loss after the newest of them).
+func (a *Actor) stillConnected(m *member) bool {
+	return a.connected(m.node) && a.losses.since(m.node, m.lastAck) == false
 }
 
 // LeaseExpiry returns the instant until which this node's leadership is
@@ -32,7 +39,7 @@ func (a *Actor) LeaseExpiry() time.Time {
 	if a.state.quorum() <= 1 || a.state.switches.noResponseQuorum {
 		return a.clock().Add(a.state.leaseDuration())
 	}
-	return a.state.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && a.connected(m.node) })
+	return a.state.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && a.stillConnected(m) })
 }
 
 // Leader returns the PID of the leader this node recognises: its own PID

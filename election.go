@@ -224,6 +224,11 @@ func (e *election) viewChanged() {
 		e.role = roleFollower
 		e.resetElectionDeadline()
 	}
+	// A grown view needs a larger quorum: the lease must be recomputed at
+	// once, or a leader that was one over a part of the view would go on
+	// acting over the whole of it next to the whole's own leader.
+	e.renewLease()
+	e.checkLease(e.now)
 }
 
 // receive handles a message from another actor. It reports false when the

@@ -227,7 +227,7 @@ func (e *election) leading(now time.Time) bool {
 // their downs: a leader busy in a long callback, or stalled, has not yet
 // handled the downs that the other ends of its lost connections already
 // act on (fast failover), but what it asks IsLeader must already see them.
-func (e *election) leadingWhere(now time.Time, connected func(gen.Atom) bool) bool {
+func (e *election) leadingWhere(now time.Time, connected func(*member) bool) bool {
 	if e.role != roleLeader {
 		return false
 	}
@@ -237,7 +237,7 @@ func (e *election) leadingWhere(now time.Time, connected func(gen.Atom) bool) bo
 	if now.Before(e.leaseUntil) == false || connected == nil {
 		return now.Before(e.leaseUntil)
 	}
-	return now.Before(e.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && connected(m.node) }))
+	return now.Before(e.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && connected(m) }))
 }
 
 // checkLease stands the leader down once its lease has run out, or once

@@ -150,8 +150,6 @@ func (e *election) remove(m *member, why string) {
 		e.leader = gen.PID{}
 	}
 	e.viewChanged()
-	e.renewLease()
-	e.checkLease(e.now)
 }
 
 // heard registers a valid protocol message from pid: the sender becomes a
@@ -187,7 +185,6 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 	if known == false {
 		e.logf(levelInfo, "peer %s joined the view through the protocol; view %d, quorum %d", from.Node, e.viewSize(), e.quorum())
 		e.viewChanged()
-		e.renewLease()
 	}
 	return m
 }

@@ -338,3 +338,19 @@ func TestLaggingNodeBelievesAQuorumFarAhead(t *testing.T) {
 	// now within the bound, is handled as usual
 	assert.Equal(t, far+2, h.e.term, "a quorum is far ahead")
 }
+
+// Finding F2 of the nemesis: a Join that grows the view recomputes the
+// lease at once; a leader whose acks no longer make a quorum of the larger
+// view stops acting.
+func TestJoinThatGrowsTheViewRecomputesTheLease(t *testing.T) {
+	h := leaderOfThree(t)
+	require.True(t, h.e.leading(h.now))
+	h.e.join(procID("d"))
+	h.e.join(procID("e"))
+	h.e.join(procID("f"))
+	h.e.join(procID("g"))
+	h.e.takeEffects()
+	assert.Equal(t, 7, h.e.viewSize())
+	assert.False(t, h.e.leading(h.now), "b's ack is no quorum of seven")
+	assert.Equal(t, roleFollower, h.e.role, "and the members it reaches cannot form one")
+}

@@ -512,7 +512,7 @@ type simProcess struct {
 
 // Spawn starts a child process on the same node (the actor's dialer).
 func (p *simProcess) Spawn(factory gen.ProcessFactory, options gen.ProcessOptions, args ...any) (gen.PID, error) {
-	child, err := p.sim.spawnChild(p.node, "", factory(), p.pid)
+	child, err := p.sim.spawnChild(p.node, "", factory(), p.pid, args...)
 	if err != nil {
 		return gen.PID{}, err
 	}
@@ -534,7 +534,7 @@ func (s *simulator) spawn(n *simNode, name gen.Atom, behavior gen.ProcessBehavio
 	return s.spawnChild(n, name, behavior, simCorePID(n))
 }
 
-func (s *simulator) spawnChild(n *simNode, name gen.Atom, behavior gen.ProcessBehavior, parent gen.PID) (*simProcess, error) {
+func (s *simulator) spawnChild(n *simNode, name gen.Atom, behavior gen.ProcessBehavior, parent gen.PID, args ...any) (*simProcess, error) {
 	n.nextID++
 	p := &simProcess{
 		parent:   parent,
@@ -553,7 +553,7 @@ func (s *simulator) spawnChild(n *simNode, name gen.Atom, behavior gen.ProcessBe
 	if name != "" {
 		n.names[name] = p
 	}
-	if err := behavior.ProcessInit(p, nil); err != nil {
+	if err := behavior.ProcessInit(p, args...); err != nil {
 		delete(n.procs, p.pid.ID)
 		if name != "" {
 			delete(n.names, name)

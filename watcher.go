@@ -2,6 +2,8 @@ package leader
 
 import (
 	"errors"
+	"sync"
+	"time"
 
 	"ergo.services/ergo/gen"
 	"ergo.services/ergo/lib"
@@ -46,12 +48,55 @@ type forgedDown struct{ From gen.PID }
 // watcher monitors members' processes on the actor's behalf.
 type watcher struct {
 	process gen.Process
+	losses  *lossBoard
+	clock   func() time.Time
+}
+
+// lossBoard is where the watcher notes, the moment it gets the down, when
+// each node's connection was lost. The actor reads it in IsLeader: a leader
+// busy in a callback (or stalled) has not handled the down yet, and its
+// connection may even be back (a new one), but the acknowledgements it got
+// over the lost connection no longer count toward its lease, because the
+// other side may already be failing over (lease.go). The watcher and the
+// actor are two goroutines of one OS process, hence the mutex.
+type lossBoard struct {
+	mu   sync.Mutex
+	lost map[gen.Atom]time.Time
+}
+
+func (b *lossBoard) mark(node gen.Atom, at time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lost == nil {
+		b.lost = make(map[gen.Atom]time.Time)
+	}
+	b.lost[node] = at
+}
+
+// since reports whether node's connection was lost after t.
+func (b *lossBoard) since(node gen.Atom, t time.Time) bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	at, ok := b.lost[node]
+	return ok && at.Before(t) == false
 }
 
 func factoryWatcher() gen.ProcessBehavior { return &watcher{} }
 
 func (w *watcher) ProcessInit(process gen.Process, args ...any) error {
 	w.process = process
+	w.clock = time.Now
+	for _, arg := range args {
+		switch a := arg.(type) {
+		case *lossBoard:
+			w.losses = a
+		case func() time.Time:
+			w.clock = a
+		}
+	}
 	return nil
 }
 
@@ -104,6 +149,9 @@ func (w *watcher) ProcessRun() (reason error) {
 			}
 		case gen.MessageDownPID:
 			if deliveredByFramework(w.process, m, system, message) {
+				if w.losses != nil && errors.Is(message.Reason, gen.ErrNoConnection) {
+					w.losses.mark(message.PID.Node, w.clock())
+				}
 				w.process.Send(parent, peerDown{PID: message.PID, Reason: message.Reason})
 			} else {
 				w.process.Send(parent, forgedDown{From: m.From})
