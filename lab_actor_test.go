@@ -13,7 +13,11 @@ import (
 // The program every lab node process runs: one leader actor, registered as
 // labActorName, that reports its callbacks as lab events and, every
 // "tick_ms" milliseconds, appends a record to the shared work log while
-// IsLeader() is true.
+// IsLeader() is true. Like the documentation's Basic Usage, it runs a
+// discovery loop: every "discover_ms" milliseconds (default 100, negative:
+// never) it Joins again every node it lists, which are the nodes of the
+// "join" operations not unlisted since ("unlist", "leave"), as a discovery
+// service stops listing a node that went away.
 
 const (
 	labActorName gen.Atom = "lab_leader"
@@ -29,6 +33,7 @@ const (
 	labParamHB       = "heartbeat"
 	labParamGhost    = "ghost_ttl"
 	labParamTick     = "tick_ms"
+	labParamDiscover = "discover_ms"
 )
 
 // Parameters that turn off one mechanism of the protocol (any non-empty
@@ -54,6 +59,20 @@ func labSwitches(c *lab.Child) protocolSwitches {
 // itself from its own handler).
 const labOpInspect = "inspect"
 
+// labOpHelpers answers with the actor's child processes (the watcher,
+// the dialer) as the framework reports them (JSON []labHelper).
+const labOpHelpers = "helpers"
+
+// labHelper is one helper process of the actor.
+type labHelper struct {
+	PID      string   `json:"pid"`
+	Behavior string   `json:"behavior"`
+	State    string   `json:"state"`
+	Main     int64    `json:"main"`
+	System   int64    `json:"system"`
+	Monitors []string `json:"monitors,omitempty"`
+}
+
 func labProgram() lab.Program {
 	return lab.Program{
 		Types:  NetworkTypes(),
@@ -76,8 +95,11 @@ func labProgram() lab.Program {
 			return err
 		},
 		Handle: func(c *lab.Child, op string, args []string) (string, error) {
-			if op == labOpInspect {
+			switch op {
+			case labOpInspect:
 				return labChildInspect(c, args)
+			case labOpHelpers:
+				return labChildHelpers(c)
 			}
 			return labCall(c, op, args)
 		},
@@ -94,6 +116,32 @@ func labChildInspect(c *lab.Child, items []string) (string, error) {
 		return "", err
 	}
 	out, err := json.Marshal(raw)
+	return string(out), err
+}
+
+func labChildHelpers(c *lab.Child) (string, error) {
+	pid, err := c.Node().ProcessPID(labActorName)
+	if err != nil {
+		return "", err
+	}
+	list, err := c.Node().ProcessList()
+	if err != nil {
+		return "", err
+	}
+	var helpers []labHelper
+	for _, linked := range list {
+		hi, err := c.Node().ProcessInfo(linked)
+		if err != nil || hi.Parent != pid {
+			continue
+		}
+		h := labHelper{PID: linked.String(), Behavior: hi.Behavior, State: hi.State.String(),
+			Main: hi.MailboxQueues.Main, System: hi.MailboxQueues.System}
+		for _, m := range hi.MonitorsPID {
+			h.Monitors = append(h.Monitors, m.String())
+		}
+		helpers = append(helpers, h)
+	}
+	out, err := json.Marshal(helpers)
 	return string(out), err
 }
 
@@ -116,18 +164,24 @@ type (
 		op   string
 		args []string
 	}
-	labTick struct{}
+	labTick     struct{}
+	labDiscover struct{}
 )
 
 type labActor struct {
 	Actor
-	child *lab.Child
-	tick  time.Duration
+	child       *lab.Child
+	tick        time.Duration
+	every       time.Duration // of the discovery loop; 0: none
+	listed      map[gen.Atom]bool
+	discovering bool
 }
 
 func (a *labActor) Init(args ...any) (Options, error) {
 	c := a.child
 	a.tick = time.Duration(c.ParamInt(labParamTick, 5)) * time.Millisecond
+	a.every = time.Duration(max(c.ParamInt(labParamDiscover, 100), 0)) * time.Millisecond
+	a.listed = make(map[gen.Atom]bool)
 	if _, err := a.SendAfter(a.PID(), labTick{}, a.tick); err != nil {
 		return Options{}, err
 	}
@@ -153,6 +207,13 @@ func (a *labActor) HandleMessage(from gen.PID, message any) error {
 		_, err := a.SendAfter(a.PID(), labTick{}, a.tick)
 		return err
 	}
+	if _, ok := message.(labDiscover); ok {
+		for node := range a.listed {
+			a.Join(gen.ProcessID{Name: labActorName, Node: node})
+		}
+		_, err := a.SendAfter(a.PID(), labDiscover{}, a.every)
+		return err
+	}
 	return nil
 }
 
@@ -164,10 +225,22 @@ func (a *labActor) HandleCall(from gen.PID, ref gen.Ref, request any) (any, erro
 	switch op.op {
 	case "join":
 		for _, node := range op.args {
+			a.listed[gen.Atom(node)] = true
 			a.Join(gen.ProcessID{Name: labActorName, Node: gen.Atom(node)})
+		}
+		if a.every > 0 && a.discovering == false {
+			a.discovering = true
+			if _, err := a.SendAfter(a.PID(), labDiscover{}, a.every); err != nil {
+				return nil, err
+			}
+		}
+	case "unlist":
+		for _, node := range op.args {
+			delete(a.listed, gen.Atom(node))
 		}
 	case "leave":
 		for _, node := range op.args {
+			delete(a.listed, gen.Atom(node))
 			a.Leave(gen.Atom(node))
 		}
 	case "stepdown":

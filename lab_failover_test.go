@@ -1,9 +1,11 @@
 package leader
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +24,9 @@ type labFailover struct {
 	old, next       string
 	term, nextTerm  uint64
 	elected, agreed time.Duration // from the kill to the new leader's HandleBecomeLeader / to the last survivor's callback naming it
+	// died is when the test saw the killed process exit, after the signal:
+	// its sockets close as it exits, so no peer can notice the crash before
+	died time.Duration
 	// per survivor: how long after the kill it reported losing the leader
 	// (HandleBecomeFollower with no leader; absent when it went straight
 	// to the new leader), how many early pre-votes (fast failover) it
@@ -29,6 +34,9 @@ type labFailover struct {
 	lost    map[string]time.Duration
 	fast    map[string]int
 	dropped map[string]string
+	// per survivor, just before the kill: whether its watcher process
+	// monitored the leader's PID, the watcher's state and queues
+	watch map[string]string
 }
 
 func (f labFailover) String() string {
@@ -47,10 +55,13 @@ func (f labFailover) String() string {
 		if f.dropped[name] != "" {
 			part += " dropped=" + f.dropped[name]
 		}
+		if w := f.watch[name]; w != "" {
+			part += " watcher=" + w
+		}
 		parts = append(parts, part)
 	}
-	return fmt.Sprintf("killed %s (term %d); %s won term %d after %s, all agree after %s [%s]",
-		f.old, f.term, f.next, f.nextTerm, labMs(f.elected), labMs(f.agreed), strings.Join(parts, "; "))
+	return fmt.Sprintf("killed %s (term %d), exited after %s; %s won term %d after %s, all agree after %s [%s]",
+		f.old, f.term, labMs(f.died), f.next, f.nextTerm, labMs(f.elected), labMs(f.agreed), strings.Join(parts, "; "))
 }
 
 // labKillLeader waits for a settled cluster (every view whole, the leader
@@ -73,7 +84,7 @@ func labKillLeader(t *testing.T, c *lab.Cluster, size int, restartedAt time.Time
 		return true, ""
 	})
 	old, term := c.AwaitAgreement(labConverge, c.All()...)
-	f := labFailover{old: c.Node(old).Name, term: term, lost: map[string]time.Duration{}, fast: map[string]int{}, dropped: map[string]string{}}
+	f := labFailover{old: c.Node(old).Name, term: term, lost: map[string]time.Duration{}, fast: map[string]int{}, dropped: map[string]string{}, watch: map[string]string{}}
 	// and it has led for a second: every follower has heard it
 	c.Await(labConverge, f.old+" leads for a second", func() (bool, string) {
 		for _, e := range labEvents(c, "leader", f.old, time.Time{}) {
@@ -91,6 +102,7 @@ func labKillLeader(t *testing.T, c *lab.Cluster, size int, restartedAt time.Time
 	before := map[int]map[string]string{}
 	for _, i := range survivors {
 		before[i] = labInspect(t, c, i, keys...)
+		f.watch[c.Node(i).Name] = labWatcherOf(t, c, i, labInspect(t, c, i, "ergo:leader_pid")["ergo:leader_pid"])
 	}
 
 	killedAt := c.Node(old).Kill()
@@ -135,6 +147,7 @@ func labKillLeader(t *testing.T, c *lab.Cluster, size int, restartedAt time.Time
 		}
 	}
 	f.elected, f.agreed = wonAt.Sub(killedAt), all.Sub(killedAt)
+	f.died = c.Node(old).ExitedAt().Sub(killedAt)
 	c.Node(old).Restart()
 	return f
 }
@@ -165,7 +178,7 @@ func TestLabLeaderKilled(t *testing.T) {
 	rounds := labRounds(5)
 	c := lab.Start(t, lab.Config{Nodes: size, Params: tm.params(3)})
 	bound := 3*tm.electionMax() + labSlack
-	var elected, agreed []time.Duration
+	var elected, agreed, died []time.Duration
 	fastPath := 0
 	var restartedAt time.Time
 	for round := 1; round <= rounds; round++ {
@@ -173,7 +186,8 @@ func TestLabLeaderKilled(t *testing.T) {
 		restartedAt = time.Now()
 		elected = append(elected, f.elected)
 		agreed = append(agreed, f.agreed)
-		if f.elected < tm.electionMin() {
+		died = append(died, f.died)
+		if f.fast[f.next] > 0 {
 			fastPath++
 		}
 		t.Logf("round %d: %s", round, f)
@@ -181,8 +195,8 @@ func TestLabLeaderKilled(t *testing.T) {
 			t.Errorf("round %d: the survivors agreed on a new leader %s after the kill, later than %s", round, labMs(f.agreed), labMs(bound))
 		}
 	}
-	t.Logf("SIGKILL of the leader, %d nodes, default timings (%d/%d/%d ms), %d rounds: new leader elected %s; all survivors agree %s; %d of %d rounds elected within ElectionTimeoutMin (the fast path)",
-		size, tm.min, tm.max, tm.hb, rounds, clSummary(elected), clSummary(agreed), fastPath, rounds)
+	t.Logf("SIGKILL of the leader, %d nodes, default timings (%d/%d/%d ms), %d rounds, from the signal: new leader elected %s; all survivors agree %s; in %d of %d rounds the winner had pre-voted early on the leader's down (fast failover); the killed process exited %s",
+		size, tm.min, tm.max, tm.hb, rounds, clSummary(elected), clSummary(agreed), fastPath, rounds, clSummary(died))
 
 	// a killed leader does no more work: nothing may overlap
 	records, err := lab.ReadWorkLog(c.WorkLog())
@@ -214,6 +228,8 @@ func TestLabGhostTTL(t *testing.T) {
 			gone := c.All(leader)[rand.IntN(3)]
 			goneName := c.Node(gone).Name
 			survivors := c.All(gone)
+			// Discovery stops listing it, otherwise it would Join it back.
+			labUnlist(t, c, goneName, survivors...)
 			lostAt := time.Now()
 			if how == "link cut" {
 				c.PartitionWith(lab.CutAbort, survivors, []int{gone})
@@ -277,6 +293,7 @@ func TestLabMinClusterSizeNodeGoneAndLeave(t *testing.T) {
 	gone := c.All(leader)[rand.IntN(2)]
 	goneName := c.Node(gone).Name
 	survivors := c.All(gone)
+	labUnlist(t, c, goneName, survivors...)
 	removedAt := c.Node(gone).Kill()
 	// the crash alone keeps the member: two of three are still a quorum
 	c.Await(labConverge, "the survivors list the killed node as unreachable", func() (bool, string) {
@@ -315,4 +332,39 @@ func TestLabMinClusterSizeNodeGoneAndLeave(t *testing.T) {
 	if won := labEvents(c, "leader", "", removedAt); len(won) > 0 {
 		t.Errorf("nobody may lead below the floor: %v", won)
 	}
+}
+
+// labUnlist makes the discovery loops of idxs stop listing node.
+func labUnlist(t *testing.T, c *lab.Cluster, node string, idxs ...int) {
+	t.Helper()
+	for _, i := range idxs {
+		if _, err := c.Node(i).Do("unlist", node); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// labWatcherOf describes node i's watcher process: whether it monitors
+// pid (+ or -), its state and its queues (main/system).
+func labWatcherOf(t *testing.T, c *lab.Cluster, i int, pid string) string {
+	t.Helper()
+	out, err := c.Node(i).Do(labOpHelpers)
+	if err != nil {
+		return err.Error()
+	}
+	var helpers []labHelper
+	if err := json.Unmarshal([]byte(out), &helpers); err != nil {
+		return err.Error()
+	}
+	for _, h := range helpers {
+		if strings.Contains(h.Behavior, "watcher") == false {
+			continue
+		}
+		mark := "-"
+		if slices.Contains(h.Monitors, pid) {
+			mark = "+"
+		}
+		return fmt.Sprintf("%s%s,%d/%d", mark, h.State, h.Main, h.System)
+	}
+	return "none"
 }

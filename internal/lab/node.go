@@ -32,6 +32,7 @@ type Node struct {
 	nextID      uint64
 	stalled     bool
 	started     bool
+	exitedAt    time.Time
 }
 
 func (n *Node) logFile(incarnation int) string {
@@ -102,9 +103,13 @@ func (n *Node) spawn() error {
 	n.pending = make(map[uint64]chan report)
 	n.latest = Status{Node: n.Name, Err: "not ready"}
 	n.stalled = false
+	n.exitedAt = time.Time{}
 	n.mu.Unlock()
 	go func() {
 		cmd.Wait()
+		n.mu.Lock()
+		n.exitedAt = time.Now()
+		n.mu.Unlock()
 		logf.Close()
 		cmdW.Close()
 		close(exited)
@@ -197,6 +202,16 @@ func (n *Node) Alive() bool {
 	default:
 		return true
 	}
+}
+
+// ExitedAt is when the test process saw the node process exit (reaped it),
+// zero while it runs. A killed process closes its sockets, which is what
+// its peers notice, only as it exits; on a loaded box that can come well
+// after the signal.
+func (n *Node) ExitedAt() time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.exitedAt
 }
 
 // Stalled reports whether the node is stopped with SIGSTOP.
