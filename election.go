@@ -131,6 +131,10 @@ type election struct {
 	leader        gen.PID
 	termChangedAt time.Time
 	startedAt     time.Time // when this actor started: see quietPeriod
+	floorTerms    map[gen.Atom]uint64 // terms heard since start, until the floor is known (lease.go)
+	floorKnown    bool
+	restarted     bool // a peer knew an earlier process of this actor
+	floorTerm     uint64 // no grant for a term at or below this one
 
 	votes       map[gen.Atom]bool // grants in the current election, self included
 	voteReplies int               // replies received in the current election
@@ -273,6 +277,7 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	}
 
 	m := e.heard(from, nameOf(message))
+	e.learnFloor(m.node, h.term)
 	if h.term > e.term {
 		if e.refusesHigherTerm(from, message) {
 			return true
@@ -281,8 +286,11 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	}
 	switch msg := message.(type) {
 	case msgHello:
-		e.reply(m, msgHelloReply{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName})
+		e.reply(m, msgHelloReply{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, Restarted: m.predecessor})
 	case msgHelloReply:
+		if msg.Restarted {
+			e.restarted = true
+		}
 		e.staleReply(h)
 	case msgPreVote:
 		e.handlePreVote(m, msg)
@@ -418,6 +426,9 @@ func (e *election) granted(set map[gen.Atom]bool) int {
 func (e *election) handlePreVote(m *member, req msgPreVote) {
 	reply := msgPreVoteReply{ClusterID: e.cfg.clusterID, Term: e.term}
 	why, supported := e.grantRefusal(false, m.pid)
+	if why == "" && e.termBelowFloor(req.Term+1) {
+		why = "term_floor"
+	}
 	switch {
 	case req.Term < e.term:
 		e.drop("stale_term")
@@ -475,6 +486,9 @@ func (e *election) handleVote(m *member, req msgVote) {
 		return
 	}
 	why, _ := e.grantRefusal(req.Handover, m.pid)
+	if why == "" && e.termBelowFloor(req.Term) {
+		why = "term_floor"
+	}
 	free := e.votedFor == (gen.PID{}) || e.votedFor == m.pid
 	granted := why == "" && free && e.role != roleLeader && req.ViewSize >= e.cfg.minClusterSize
 	if why != "" {
@@ -641,7 +655,18 @@ func (e *election) waitQuietPeriod() bool {
 	// jittered like any election timeout, so that nodes started together
 	// do not all campaign the instant their quiet periods end
 	spread := e.cfg.electionTimeoutMax - e.cfg.electionTimeoutMin
-	e.electionDeadline = e.startedAt.Add(e.quietPeriod() + time.Duration(e.rng.Int64N(int64(spread)+1)))
+	from := e.startedAt.Add(e.quietPeriod())
+	if e.now.Before(from) == false {
+		// the time is up but the term floor is unknown: ask the members
+		// not heard from yet, and look again after an election timeout
+		from = e.now.Add(e.cfg.electionTimeoutMin)
+		for _, m := range e.sortedMembers() {
+			if _, heard := e.floorTerms[m.node]; heard == false && e.now.Before(m.nextProbe) == false {
+				e.probe(m)
+			}
+		}
+	}
+	e.electionDeadline = from.Add(time.Duration(e.rng.Int64N(int64(spread) + 1)))
 	e.armElectionTimer(e.electionDeadline)
 	return true
 }

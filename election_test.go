@@ -257,6 +257,7 @@ func TestLatePreVoteGrantsDoNotUnseatALeader(t *testing.T) {
 	e := newElection(cfg, self, "leader", rand.New(rand.NewPCG(1, 2)), nil)
 	now := time.Unix(1_000_000, 0)
 	e.start(now)
+	e.startedAt, e.floorKnown = now.Add(-time.Hour), true // long up
 	e.join(gen.ProcessID{Name: "leader", Node: a.Node})
 	e.join(gen.ProcessID{Name: "leader", Node: b.Node})
 	timeout := func() {

@@ -74,12 +74,13 @@ func newStateHarness(t *testing.T, options Options, peers ...string) *stateHarne
 	// an actor that has been up for long: past its quiet period (lease.go);
 	// freshStart tests the quiet period itself
 	h.e.startedAt = t0.Add(-time.Hour)
+	h.e.floorKnown = true
 	h.e.takeEffects()
 	return h
 }
 
 // freshStart makes the harness's actor one that started just now.
-func (h *stateHarness) freshStart() { h.e.startedAt = h.now }
+func (h *stateHarness) freshStart() { h.e.startedAt, h.e.floorKnown = h.now, false }
 
 func (h *stateHarness) advance(d time.Duration) { h.now = h.now.Add(d) }
 

@@ -86,9 +86,75 @@ func (e *election) quietPeriod() time.Duration {
 	return e.cfg.electionTimeoutMin + e.cfg.electionTimeoutMin/leaseDriftMargin
 }
 
-// inQuietPeriod reports whether this actor is too fresh to grant anything.
+// inQuietPeriod reports whether this actor is too fresh to grant anything:
+// within its quiet period, or before it knows its term floor.
 func (e *election) inQuietPeriod() bool {
-	return e.now.Before(e.startedAt.Add(e.quietPeriod()))
+	return e.now.Before(e.startedAt.Add(e.quietPeriod())) || e.floorReady() == false
+}
+
+// The term floor. A restarted actor has forgotten the terms it voted in,
+// and the quiet period only outlasts rounds that were still open. A term
+// its previous life helped to win long ago could be won a second time by
+// a candidate that never heard of it, with votes of nodes that never heard
+// of it either and this node's fresh vote. So a fresh actor grants nothing
+// until it has heard the terms of a quorum of its view's other members (any
+// protocol message carries its sender's term; the Hellos of its start
+// bring them in milliseconds), and never grants a term at or below the
+// highest of them: any earlier winning quorum shares a member with the
+// members it heard, and that member's term is at least the term it won.
+// Until then it is in its quiet period. A view whose other members are
+// too few to be a quorum (a view of one) needs none.
+//
+// That strict floor is for restarts, which the peers recognise (they knew
+// an earlier process of the node: msgHelloReply.Restarted). On a first start
+// nothing was won before, and a floor from a quorum counting this node (one
+// member fewer) keeps a majority able to elect while the rest of a new
+// cluster is still starting.
+
+// learnFloor records term, heard from node, while the floor is unknown.
+func (e *election) learnFloor(node gen.Atom, term uint64) {
+	if e.floorKnown {
+		return
+	}
+	if e.floorTerms == nil {
+		e.floorTerms = make(map[gen.Atom]uint64)
+	}
+	e.floorTerms[node] = max(e.floorTerms[node], term)
+	e.floorReady()
+}
+
+// floorReady reports whether the floor is known, settling it when enough
+// members have been heard.
+func (e *election) floorReady() bool {
+	if e.floorKnown {
+		return true
+	}
+	need := e.quorum() - 1
+	if e.restarted {
+		need = e.quorum()
+	}
+	need = min(need, len(e.members))
+	heard := 0
+	var floor uint64
+	for node, term := range e.floorTerms {
+		if _, member := e.members[node]; member {
+			heard++
+			floor = max(floor, term)
+		}
+	}
+	if heard < need {
+		return false
+	}
+	e.floorKnown, e.floorTerm, e.floorTerms = true, floor, nil
+	if floor > e.term {
+		e.adoptTerm(floor)
+	}
+	return true
+}
+
+// belowFloor reports whether term is one a fresh actor may not grant.
+func (e *election) termBelowFloor(term uint64) bool {
+	return e.floorKnown && term <= e.floorTerm
 }
 
 // promise records that this node acknowledged a leader's round or granted a

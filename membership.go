@@ -28,6 +28,7 @@ type member struct {
 	nameBackoffUntil time.Time // no send by name before this (see election.send)
 	ackTerm          uint64    // term of its last heartbeat ack: up to date for a handover
 	ackRound         uint64    // newest round of this leader's term it acknowledged (lease.go)
+	predecessor      bool      // its current process replaced one this node knew (a restart)
 	awaitingSince    time.Time // first request sent since it last answered anything (silence.go)
 	lastReset        time.Time // when its connection was last reset for silence
 }
@@ -174,6 +175,7 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 		if m.knownPID != from {
 			// a new member, or a restarted process: news for the behavior;
 			// the same process coming back after a blip is not
+			m.predecessor = m.knownPID != (gen.PID{})
 			m.knownPID = from
 			e.out.joined = append(e.out.joined, from)
 		}

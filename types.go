@@ -21,10 +21,15 @@ type msgHello struct {
 }
 
 // msgHelloReply answers msgHello.
+//
+// Restarted tells the sender that the replier knew an earlier process of
+// it: the sender is a restart, and must know a stricter term floor before
+// it grants anything (lease.go).
 type msgHelloReply struct {
 	ClusterID string
 	Term      uint64
 	Name      gen.Atom
+	Restarted bool
 }
 
 // msgPreVote asks "could I win term Term+1?". It changes no state on the
