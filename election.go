@@ -130,10 +130,10 @@ type election struct {
 	votedFor      gen.PID
 	leader        gen.PID
 	termChangedAt time.Time
-	startedAt     time.Time // when this actor started: see quietPeriod
+	startedAt     time.Time           // when this actor started: see quietPeriod
 	floorTerms    map[gen.Atom]uint64 // terms heard since start, until the floor is known (lease.go)
 	floorKnown    bool
-	restarted     bool // a peer knew an earlier process of this actor
+	restarted     bool   // a peer knew an earlier process of this actor
 	floorTerm     uint64 // no grant for a term at or below this one
 
 	votes       map[gen.Atom]bool // grants in the current election, self included
