@@ -3,6 +3,7 @@ package leader
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,12 +88,30 @@ func labProgram() lab.Program {
 			return c.Node().SpawnRegister(labActorName, factory, gen.ProcessOptions{})
 		},
 		Go: func(c *lab.Child) error {
-			var peers []string
+			// The nodes of a cluster are told to go at the same instant. Two
+			// nodes that dial each other at once make the framework drop
+			// one of the two connections, and a remote Monitor request in
+			// flight on it waits out its 5 s timeout, holding up every down
+			// behind it in the actor's watcher. So each node joins the
+			// nodes before it at once and the ones after it a little later,
+			// when they have dialed it already.
+			var before, after []string
 			for _, p := range c.Peers() {
-				peers = append(peers, string(p))
+				if c.Index() > labPeerIndex(c, p) {
+					before = append(before, string(p))
+				} else {
+					after = append(after, string(p))
+				}
 			}
-			_, err := labCall(c, "join", peers)
-			return err
+			if _, err := labCall(c, "join", before); err != nil {
+				return err
+			}
+			time.AfterFunc(labJoinStagger, func() {
+				if _, err := labCall(c, "join", after); err != nil {
+					c.Logf("join %v: %v", after, err)
+				}
+			})
+			return nil
 		},
 		Handle: func(c *lab.Child, op string, args []string) (string, error) {
 			switch op {
@@ -104,6 +123,21 @@ func labProgram() lab.Program {
 			return labCall(c, op, args)
 		},
 	}
+}
+
+// labJoinStagger is how long a node waits before it joins the nodes after
+// it (see labProgram's Go).
+const labJoinStagger = 200 * time.Millisecond
+
+// labPeerIndex is the index of peer in the cluster (the lab names node i
+// "n<i+1>@<ip>").
+func labPeerIndex(c *lab.Child, peer gen.Atom) int {
+	name, _, _ := strings.Cut(string(peer), "@")
+	i, err := strconv.Atoi(strings.TrimPrefix(name, "n"))
+	if err != nil {
+		return c.Index()
+	}
+	return i - 1
 }
 
 func labChildInspect(c *lab.Child, items []string) (string, error) {
