@@ -92,7 +92,8 @@ type Actor struct {
 
 	dialerPID  gen.PID                    // the helper that connects to unreachable nodes (dialer.go)
 	dialing    map[gen.Atom]bool          // nodes it is connecting to now
-	watcherPID gen.PID                    // the helper that monitors members' processes (watcher.go)
+	watchers   map[gen.Atom]gen.PID       // per member node, the helper that monitors its processes (watcher.go)
+	watching   map[gen.PID]gen.Atom       // the same, by the helper's PID
 	held       map[gen.Atom][]heldMessage // sends waiting for the dialer (dialer.go)
 	losses     *lossBoard                 // connection losses as the watcher saw them
 
@@ -310,7 +311,7 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		a.state.timer(now, m.Kind, m.Generation)
 		return nil
 	case peerDown, watchFailed, forgedDown:
-		if from != a.watcherPID || from == (gen.PID{}) {
+		if a.fromWatcher(from, m) == false {
 			a.state.drop("foreign_down")
 			return nil
 		}
@@ -418,6 +419,7 @@ func (a *Actor) flush() error {
 			}
 		}
 		for _, pid := range out.left {
+			a.unwatch(pid.Node)
 			if err := a.behavior.HandlePeerLeft(pid); err != nil {
 				return err
 			}
@@ -454,19 +456,63 @@ func (a *Actor) perform(out effects) {
 	}
 }
 
-// watch asks the watcher to monitor pid, starting it on first use.
+// watch asks the watcher of pid's node to monitor pid, starting it on
+// first use. Each member node has a watcher of its own, so that a monitor
+// request stuck for the framework's request timeout (a stalled peer, or a
+// request sent on a connection the framework then dropped) delays no other
+// member's downs.
 func (a *Actor) watch(pid gen.PID) {
-	if a.watcherPID == (gen.PID{}) {
-		watcher, err := a.Spawn(factoryWatcher, gen.ProcessOptions{LinkParent: true}, a.losses, a.clock)
+	watcher, ok := a.watchers[pid.Node]
+	if ok == false {
+		var err error
+		watcher, err = a.Spawn(factoryWatcher, gen.ProcessOptions{LinkParent: true}, a.losses, a.clock)
 		if err != nil {
-			a.Log().Error("leader %q: cannot start the watcher process (%s): peers' downs will not be seen, so failover waits for the election timeout and terminated peers leave only through GhostTTL or Leave", a.state.cfg.clusterID, err)
+			a.Log().Error("leader %q: cannot start a watcher process (%s): the downs of %s will not be seen, so a failover waits for the election timeout and a terminated peer leaves only through GhostTTL or Leave", a.state.cfg.clusterID, err, pid.Node)
 			return
 		}
-		a.watcherPID = watcher
+		if a.watchers == nil {
+			a.watchers = make(map[gen.Atom]gen.PID)
+			a.watching = make(map[gen.PID]gen.Atom)
+		}
+		a.watchers[pid.Node] = watcher
+		a.watching[watcher] = pid.Node
 	}
-	if err := a.Send(a.watcherPID, watchRequest{PID: pid}); err != nil {
+	if err := a.Send(watcher, watchRequest{PID: pid}); err != nil {
 		a.Log().Error("leader %q: cannot reach the watcher process (%s); %s is not monitored", a.state.cfg.clusterID, err, pid)
 	}
+}
+
+// watcherOf returns the watcher of node's processes, zero if none.
+func (a *Actor) watcherOf(node gen.Atom) gen.PID { return a.watchers[node] }
+
+// fromWatcher reports whether report came from the watcher of the node it
+// is about.
+func (a *Actor) fromWatcher(from gen.PID, report any) bool {
+	node, ok := a.watching[from]
+	if ok == false {
+		return false
+	}
+	switch r := report.(type) {
+	case peerDown:
+		return r.PID.Node == node
+	case watchFailed:
+		return r.PID.Node == node
+	}
+	return true
+}
+
+// unwatch stops the watcher of a node that left the view.
+func (a *Actor) unwatch(node gen.Atom) {
+	watcher, ok := a.watchers[node]
+	if ok == false {
+		return
+	}
+	if _, member := a.state.members[node]; member {
+		return
+	}
+	delete(a.watchers, node)
+	delete(a.watching, watcher)
+	a.SendExit(watcher, gen.TerminateReasonNormal)
 }
 
 // watched applies what the watcher reports.

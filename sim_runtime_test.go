@@ -635,6 +635,17 @@ func (p *simProcess) Demonitor(target any) error {
 	return nil
 }
 func (p *simProcess) SendResponse(to gen.PID, ref gen.Ref, message any) error { return nil }
+
+// SendExit delivers an exit signal to a local process, as the framework
+// does: into its Urgent queue.
+func (p *simProcess) SendExit(to gen.PID, reason error) error {
+	target := p.sim.process(to)
+	if target == nil {
+		return gen.ErrProcessUnknown
+	}
+	target.push(target.mailbox.Urgent, gen.MailboxMessageTypeExit, p.pid, gen.MessageExitPID{PID: p.pid, Reason: reason})
+	return nil
+}
 func (p *simProcess) SendResponseError(to gen.PID, ref gen.Ref, err error) error {
 	return nil
 }
