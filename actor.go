@@ -90,12 +90,12 @@ type Actor struct {
 	cancels      [numTimers]gen.CancelFunc
 	kind         gen.ProcessKind
 
-	dialerPID  gen.PID                    // the helper that connects to unreachable nodes (dialer.go)
-	dialing    map[gen.Atom]bool          // nodes it is connecting to now
-	watchers   map[gen.Atom]gen.PID       // per member node, the helper that monitors its processes (watcher.go)
-	watching   map[gen.PID]gen.Atom       // the same, by the helper's PID
-	held       map[gen.Atom][]heldMessage // sends waiting for the dialer (dialer.go)
-	losses     *lossBoard                 // connection losses as the watcher saw them
+	dialerPID gen.PID                    // the helper that connects to unreachable nodes (dialer.go)
+	dialing   map[gen.Atom]bool          // nodes it is connecting to now
+	watchers  map[gen.Atom]gen.PID       // per member node, the helper that monitors its processes (watcher.go)
+	watching  map[gen.PID]gen.Atom       // the same, by the helper's PID
+	held      map[gen.Atom][]heldMessage // sends waiting for the dialer (dialer.go)
+	losses    *lossBoard                 // connection losses as the watcher saw them
 
 	// Injected by the deterministic simulator; production uses the wall
 	// clock and a randomly seeded source.
