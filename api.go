@@ -39,7 +39,7 @@ func (a *Actor) LeaseExpiry() time.Time {
 	if a.state.quorum() <= 1 || a.state.switches.noResponseQuorum {
 		return a.clock().Add(a.state.leaseDuration())
 	}
-	return a.state.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && a.stillConnected(m) })
+	return a.state.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && a.stillConnected(m) }, a.state.grewAt)
 }
 
 // Leader returns the PID of the leader this node recognises: its own PID

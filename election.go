@@ -41,6 +41,16 @@ func (r role) String() string {
 // at the bound.
 const maxTermAhead = 1 << 32
 
+// farTermWindow is how close to each other the far terms of a quorum must
+// be to be believed: members of one cluster are a few elections apart.
+const farTermWindow = 1 << 16
+
+// farTerm is a term beyond the bound that a member sent, and when.
+type farTerm struct {
+	term uint64
+	at   time.Time
+}
+
 // termTooFar reports whether term is beyond what a peer may push us to.
 func (e *election) termTooFar(term uint64) bool {
 	return term > e.term && term-e.term > maxTermAhead
@@ -48,30 +58,39 @@ func (e *election) termTooFar(term uint64) bool {
 
 // corroborated reports whether a term beyond the bound must be believed
 // after all, and adopts it: when a quorum of the view's other members each
-// sent a term that far ahead, the cluster really is there (a node that was
+// sent, within GhostTTL, a term that far ahead, and those terms lie within
+// farTermWindow of each other, the cluster really is there (a node that was
 // away while the others adopted a term at the bound and then held more
-// elections), and a node that refused them forever would never rejoin. One
-// forger is one member, never a quorum. The term adopted is the lowest of
-// the quorum's, so no member can push it alone.
+// elections), and a node that refused them forever would never rejoin.
+// Garbage terms are neither a quorum nor close together. The term adopted
+// is the lowest of the quorum's, so no member can push it alone.
 func (e *election) corroborated(from gen.PID, term uint64) bool {
 	if _, member := e.members[from.Node]; member == false {
 		return false
 	}
 	if e.farTerms == nil {
-		e.farTerms = make(map[gen.Atom]uint64)
+		e.farTerms = make(map[gen.Atom]farTerm)
 	}
-	e.farTerms[from.Node] = term
+	e.farTerms[from.Node] = farTerm{term: term, at: e.now}
 	var terms []uint64
 	for node, t := range e.farTerms {
-		if _, member := e.members[node]; member && e.termTooFar(t) {
-			terms = append(terms, t)
+		_, member := e.members[node]
+		if member && e.termTooFar(t.term) && e.now.Sub(t.at) < e.cfg.ghostTTL {
+			terms = append(terms, t.term)
 		}
 	}
-	if len(terms) < e.quorum() {
+	need := e.quorum()
+	slices.Sort(terms)
+	lowest, found := uint64(0), false
+	for i := 0; i+need <= len(terms); i++ {
+		if terms[i+need-1]-terms[i] <= farTermWindow {
+			lowest, found = terms[i], true
+			break
+		}
+	}
+	if found == false {
 		return false
 	}
-	slices.Sort(terms)
-	lowest := terms[len(terms)-e.quorum()]
 	e.logf(levelWarning, "term %d -> %d: %d members report terms more than %d ahead of this node's, which no single peer may push it by; the cluster moved on while this node was away", e.term, lowest, len(terms), uint64(maxTermAhead))
 	e.adoptTerm(lowest)
 	e.farTerms = nil
@@ -159,6 +178,7 @@ type election struct {
 	roundSent     []roundStamp // leader: send times of the recent rounds
 	leaseUntil    time.Time    // leader: leadership is exclusive until this instant
 	holdUntil     time.Time    // leader: stand down at this instant unless renewed
+	grewAt        time.Time    // the view last grew: older rounds make no lease (viewGrew)
 
 	denials       int
 	confirmDenied uint64
@@ -168,7 +188,7 @@ type election struct {
 	withdrawn map[gen.Atom]time.Time
 	dead      map[gen.PID]time.Time // processes reported terminated, and when
 
-	farTerms      map[gen.Atom]uint64 // terms beyond the bound, per member (corroborated)
+	farTerms      map[gen.Atom]farTerm // terms beyond the bound, per member (corroborated)
 	dropped       map[string]uint64
 	warned        map[string]time.Time // rate limit of repeated warnings (log.go)
 	longestStep   time.Duration        // measured by the actor: its worst stall
@@ -203,6 +223,21 @@ func (e *election) start(now time.Time) {
 		e.join(peer)
 	}
 	e.viewChanged()
+}
+
+// viewGrew handles a member added to the view. Acknowledgements gathered
+// before it came from a quorum of the smaller view; when two views merge,
+// the leaders of both (two clusters until now, as the spec allows) each
+// hold such acks, and a member of both may already have moved on to the
+// other's term. So only rounds sent from now on count toward the lease
+// (lease.go), and a leader sends one at once to win it back within a round
+// trip; until then it keeps its role but IsLeader is false.
+func (e *election) viewGrew() {
+	e.grewAt = e.now
+	e.viewChanged()
+	if e.role == roleLeader && e.unpublished == false {
+		e.sendHeartbeats()
+	}
 }
 
 // viewChanged re-applies the floor after the view grew or shrank: below

@@ -244,20 +244,27 @@ func (e *election) renewLease() {
 		e.holdUntil = e.leaseUntil
 		return
 	}
-	e.leaseUntil = e.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) })
-	e.holdUntil = e.leaseWhere(func(*member) bool { return true })
+	e.leaseUntil = e.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) }, e.grewAt)
+	e.holdUntil = e.leaseWhere(func(*member) bool { return true }, time.Time{})
 }
 
 // leaseWhere returns the end of the lease that the acknowledgements of the
 // members for which counts reports true give, or the zero time when they
 // are not a quorum.
-func (e *election) leaseWhere(counts func(*member) bool) time.Time {
+// Only rounds sent at or after since count: the lease itself counts from
+// the moment the view last grew (viewGrew); the time to stand down counts
+// every round.
+func (e *election) leaseWhere(counts func(*member) bool, since time.Time) time.Time {
 	need := e.quorum() - 1
 	var rounds []uint64
 	for _, m := range e.members {
-		if m.ackRound > 0 && counts(m) {
-			rounds = append(rounds, m.ackRound)
+		if m.ackRound == 0 || counts(m) == false {
+			continue
 		}
+		if sent, ok := e.sentAt(m.ackRound); ok == false || sent.Before(since) {
+			continue
+		}
+		rounds = append(rounds, m.ackRound)
 	}
 	if need <= 0 || len(rounds) < need {
 		return time.Time{}
@@ -303,7 +310,7 @@ func (e *election) leadingWhere(now time.Time, connected func(*member) bool) boo
 	if now.Before(e.leaseUntil) == false || connected == nil {
 		return now.Before(e.leaseUntil)
 	}
-	return now.Before(e.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && connected(m) }))
+	return now.Before(e.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && connected(m) }, e.grewAt))
 }
 
 // checkLease stands the leader down once its lease has run out, or once

@@ -74,7 +74,7 @@ func (e *election) join(peer gen.ProcessID) {
 	if known == false {
 		m = &member{node: peer.Node}
 		e.members[peer.Node] = m
-		e.viewChanged()
+		e.viewGrew()
 	}
 	m.declared = true
 	if m.name == "" {
@@ -186,7 +186,7 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 	m.awaitingSince = time.Time{}
 	if known == false {
 		e.logf(levelInfo, "peer %s joined the view through the protocol; view %d, quorum %d", from.Node, e.viewSize(), e.quorum())
-		e.viewChanged()
+		e.viewGrew()
 	}
 	return m
 }
