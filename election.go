@@ -185,6 +185,7 @@ type election struct {
 	lastDeniedAt  time.Time
 
 	members   map[gen.Atom]*member
+	departed  map[gen.Atom]gen.PID // last process of nodes that left the view
 	withdrawn map[gen.Atom]time.Time
 	dead      map[gen.PID]time.Time // processes reported terminated, and when
 
@@ -208,6 +209,7 @@ func newElection(cfg config, self gen.PID, name gen.Atom, rng *rand.Rand, log ge
 		rng:       rng,
 		log:       log,
 		members:   make(map[gen.Atom]*member),
+		departed:  make(map[gen.Atom]gen.PID),
 		withdrawn: make(map[gen.Atom]time.Time),
 		dead:      make(map[gen.PID]time.Time),
 		dropped:   make(map[string]uint64),
@@ -312,7 +314,12 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	}
 
 	m := e.heard(from, nameOf(message))
-	e.learnFloor(m.node, h.term)
+	if _, request := message.(msgVote); request && h.term > 0 {
+		// a candidate's term is the one it asks for, not one it held
+		e.learnFloor(m.node, h.term-1)
+	} else {
+		e.learnFloor(m.node, h.term)
+	}
 	if h.term > e.term {
 		if e.refusesHigherTerm(from, message) {
 			return true

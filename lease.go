@@ -129,6 +129,11 @@ func (e *election) floorReady() bool {
 	if e.floorKnown {
 		return true
 	}
+	if e.now.Before(e.startedAt.Add(e.quietPeriod())) {
+		// settled no earlier than the quiet period's end, so that the
+		// Hello replies saying whether this is a restart are in
+		return false
+	}
 	need := e.quorum() - 1
 	if e.restarted {
 		need = e.quorum()

@@ -47,6 +47,18 @@ func (m *member) address(fallbackName gen.Atom) any {
 	return gen.ProcessID{Name: name, Node: m.node}
 }
 
+// newMember adds node to the view. A node that left the view and comes
+// back keeps its history: a new process of it is a restart
+// (msgHelloReply.Restarted).
+func (e *election) newMember(node gen.Atom) *member {
+	m := &member{node: node, knownPID: e.departed[node]}
+	e.members[node] = m
+	return m
+}
+
+// maxDeparted bounds how many departed nodes' last processes are kept.
+const maxDeparted = 4096
+
 // viewSize counts this node plus every member.
 func (e *election) viewSize() int { return 1 + len(e.members) }
 
@@ -72,8 +84,7 @@ func (e *election) join(peer gen.ProcessID) {
 	delete(e.withdrawn, peer.Node)
 	m, known := e.members[peer.Node]
 	if known == false {
-		m = &member{node: peer.Node}
-		e.members[peer.Node] = m
+		m = e.newMember(peer.Node)
 		e.viewGrew()
 	}
 	m.declared = true
@@ -138,6 +149,12 @@ func (e *election) isDead(pid gen.PID) bool {
 // depends on its size.
 func (e *election) remove(m *member, why string) {
 	delete(e.members, m.node)
+	if m.knownPID != (gen.PID{}) {
+		if len(e.departed) >= maxDeparted {
+			clear(e.departed) // a bound, not a cache policy: forgetting only weakens a restart's floor
+		}
+		e.departed[m.node] = m.knownPID
+	}
 	// its grants belong to a view that no longer exists
 	delete(e.votes, m.node)
 	delete(e.preVotes, m.node)
@@ -159,8 +176,7 @@ func (e *election) remove(m *member, why string) {
 func (e *election) heard(from gen.PID, name gen.Atom) *member {
 	m, known := e.members[from.Node]
 	if known == false {
-		m = &member{node: from.Node}
-		e.members[from.Node] = m
+		m = e.newMember(from.Node)
 	}
 	if name != "" {
 		m.name = name
