@@ -592,7 +592,10 @@ func nemesisFault(c *simCluster, kind int) {
 			// a forged message gets a node there).
 			at = term + 1000 + uint64(r.Int64N(1<<20))
 		case 1:
-			at = 1 << 48
+			// garbage near 2^48; two members' garbage is never the same
+			// term (a quorum of identical far terms is a cluster that
+			// moved on: corroborated)
+			at = 1<<48 + uint64(r.Int64N(1<<40))
 		default:
 			at = term + maxTermAhead + 1 + uint64(r.Int64N(1<<40))
 		}
