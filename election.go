@@ -691,6 +691,13 @@ func (e *election) startElection(why string) {
 // end of its quiet period: its own vote is a grant like any other, and its
 // previous incarnation may have given it to someone else in that term.
 func (e *election) waitQuietPeriod() bool {
+	if e.now.Before(e.promisedUntil) && e.promisedTo != e.self {
+		// its own vote is a grant too: it keeps its promise to the leader
+		// it acknowledged or the candidate it voted for (lease.go)
+		e.electionDeadline = e.promisedUntil.Add(time.Duration(e.rng.Int64N(int64(e.cfg.electionTimeoutMax-e.cfg.electionTimeoutMin) + 1)))
+		e.armElectionTimer(e.electionDeadline)
+		return true
+	}
 	if e.inQuietPeriod() == false {
 		return false
 	}

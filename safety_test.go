@@ -354,3 +354,18 @@ func TestJoinThatGrowsTheViewRecomputesTheLease(t *testing.T) {
 	assert.False(t, h.e.leading(h.now), "b's ack is no quorum of seven")
 	assert.Equal(t, roleFollower, h.e.role, "and the members it reaches cannot form one")
 }
+
+// Its own vote is a grant too: a node that just voted for a candidate does
+// not campaign before its promise to that candidate ran out, even when an
+// election timer (or a fast-failover timer) fires.
+func TestANodeThatVotedDoesNotCampaignDuringItsPromise(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	out := h.recv("b", msgVote{ClusterID: "c", Term: 1, ViewSize: 3})
+	require.True(t, sentTo[msgVoteReply](out, "b")[0].Granted)
+	h.advance(10 * time.Millisecond)
+	h.e.campaign()
+	out = h.e.takeEffects()
+	assert.Empty(t, sentTo[msgPreVote](out, "c"), "promised to b")
+	assert.False(t, h.e.preVoting)
+	assert.False(t, h.e.electionDeadline.Before(h.e.promisedUntil), "the next try is after the promise")
+}
