@@ -546,8 +546,10 @@ func (a *Actor) report() error {
 			return err
 		}
 		a.state.published(a.clock())
-	case now.leading == false && now.campaigning == false &&
-		(previous.leading || previous.campaigning || previous.leader != now.leader):
+	case now.leading == false && (previous.leading ||
+		now.campaigning == false && (previous.campaigning || previous.leader != now.leader)):
+		// a leader that became a candidate within one step (a higher term,
+		// then a handover to it) is told it no longer leads all the same
 		a.reported = now
 		a.updateKind()
 		return a.behavior.HandleBecomeFollower(now.leader)

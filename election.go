@@ -302,6 +302,12 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 		e.drop("dead_sender")
 		return true
 	}
+	if tn, ok := message.(msgTimeoutNow); ok && tn.Term != e.term {
+		// only this node's leader of this term can hand over: a TimeoutNow
+		// of another term is stale or forged, and must not move the term
+		e.drop("unexpected_timeout_now")
+		return true
+	}
 	if hb, ok := message.(msgHeartbeat); ok && hb.Leader != from {
 		// malformed: a leader only ever speaks for itself
 		e.drop("leader_mismatch")
