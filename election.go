@@ -174,6 +174,7 @@ type election struct {
 	// the lease (lease.go)
 	promisedTo    gen.PID      // voter: the leader or candidate it promised its support
 	promisedUntil time.Time    // voter: no grants to anyone else before this
+	promisedAck   bool         // the promise is for an acknowledged round, not a vote
 	round         uint64       // leader: current heartbeat round of the term (1 = the vote requests)
 	roundSent     []roundStamp // leader: send times of the recent rounds
 	leaseUntil    time.Time    // leader: leadership is exclusive until this instant
@@ -547,7 +548,7 @@ func (e *election) handleVote(m *member, req msgVote) {
 	}
 	if granted {
 		e.votedFor = m.pid
-		e.promise(m.pid)
+		e.promise(m.pid, false)
 		e.resetElectionDeadline()
 	}
 	e.reply(m, msgVoteReply{ClusterID: e.cfg.clusterID, Term: e.term, Granted: granted})
@@ -598,8 +599,7 @@ func (e *election) handleHeartbeat(m *member, hb msgHeartbeat) {
 		// Below the floor this node may not have a leader, but it is
 		// reachable; the ack counts toward the leader's lease, so it comes
 		// with the same promise as a follower's.
-		e.promise(m.pid)
-		e.reply(m, ack)
+		e.reply(m, e.acknowledge(m.pid, ack))
 		return
 	case roleCandidate:
 		e.becomeFollower()
@@ -612,7 +612,7 @@ func (e *election) handleHeartbeat(m *member, hb msgHeartbeat) {
 	e.leader = m.pid
 	e.lostLeader = gen.PID{}
 	e.lastHeartbeatIn = e.now
-	e.promise(m.pid)
+	ack = e.acknowledge(m.pid, ack)
 	e.preVoting = false
 	e.cancelTimer(timerFast)
 	e.resetElectionDeadline()

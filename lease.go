@@ -166,9 +166,28 @@ func (e *election) termBelowFloor(term uint64) bool {
 // candidate its vote: it helps nobody else win before ElectionTimeoutMin has
 // passed. to is the process it promised, so that observing that process's
 // down (fast failover) releases exactly this promise.
-func (e *election) promise(to gen.PID) {
-	e.promisedTo = to
+func (e *election) promise(to gen.PID, ack bool) {
+	e.promisedTo, e.promisedAck = to, ack
 	e.promisedUntil = e.now.Add(e.cfg.electionTimeoutMin)
+}
+
+// acknowledge turns ack into an acknowledgement that counts toward leader's
+// lease, and promises leader this node's support, unless this node still
+// keeps a promise to another leader whose round it acknowledged: then the
+// ack says only that the heartbeat arrived (round 0 counts for nothing).
+// Two leaders of views that just merged must not both count one member's
+// acks, and a member that acknowledged one of them helps nobody else for
+// ElectionTimeoutMin.
+func (e *election) acknowledge(leader gen.PID, ack msgHeartbeatAck) msgHeartbeatAck {
+	if e.promisedAck && e.promisedTo != leader && e.now.Before(e.promisedUntil) {
+		e.drop("ack_withheld")
+		ack.Round = 0
+		return ack
+	}
+	// A vote promised to a candidate is no obstacle: the leader of a term at
+	// least the vote's won with a quorum that respected that promise.
+	e.promise(leader, true)
+	return ack
 }
 
 // releasePromise ends the promise made to pid, whose down this node saw.
