@@ -584,8 +584,11 @@ func (e *election) handleVoteReply(m *member, reply msgVoteReply) {
 func (e *election) handleHeartbeat(m *member, hb msgHeartbeat) {
 	ack := msgHeartbeatAck{ClusterID: e.cfg.clusterID, Term: e.term, Round: hb.Round}
 	if hb.Term < e.term {
-		// answered, so that the stale leader learns the real term and stands down
+		// answered, so that the stale leader learns the real term and
+		// stands down; round 0, because rounds are numbered per term and
+		// this one was of an older term than the ack says
 		e.drop("stale_term")
+		ack.Round = 0
 		e.reply(m, ack)
 		return
 	}

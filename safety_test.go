@@ -369,3 +369,16 @@ func TestANodeThatVotedDoesNotCampaignDuringItsPromise(t *testing.T) {
 	assert.False(t, h.e.preVoting)
 	assert.False(t, h.e.electionDeadline.Before(h.e.promisedUntil), "the next try is after the promise")
 }
+
+// An answer to a heartbeat of an older term carries this node's term, and
+// rounds are numbered per term: it must not count as an ack of the same
+// round number of the sender's newer term.
+func TestAnswerToAStaleHeartbeatIsNoAck(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("c", msgHello{ClusterID: "c", Term: 5})
+	out := h.recv("b", msgHeartbeat{ClusterID: "c", Term: 4, Leader: pid("b"), Round: 3})
+	acks := sentTo[msgHeartbeatAck](out, "b")
+	require.Len(t, acks, 1)
+	assert.Equal(t, uint64(5), acks[0].Term)
+	assert.Equal(t, uint64(0), acks[0].Round)
+}
