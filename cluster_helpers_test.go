@@ -527,11 +527,9 @@ func (c *realCluster) addNode() int {
 			node.StopForce()
 			c.t.Fatalf("node %s: register the types: %v", name, err)
 		}
-		for _, e := range ErrorTypes() {
-			if err := node.Network().RegisterError(e); err != nil && errors.Is(err, gen.ErrTaken) == false {
-				node.StopForce()
-				c.t.Fatalf("node %s: register an error: %v", name, err)
-			}
+		if err := node.Network().RegisterErrors(ErrorTypes()); err != nil && errors.Is(err, gen.ErrTaken) == false {
+			node.StopForce()
+			c.t.Fatalf("node %s: register the errors: %v", name, err)
 		}
 	}
 
