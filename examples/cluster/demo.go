@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -114,12 +115,13 @@ func (d *demo) nodeOptions(name gen.Atom) gen.NodeOptions {
 }
 
 // setup registers the protocol and spawns the member; the lab runs it before
-// the node's peers can reach it.
+// the node's peers can reach it. The framework's type registry is one per OS
+// process, so every node but the first gets gen.ErrTaken: already there.
 func (d *demo) setup(node gen.Node) error {
-	if err := node.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
+	if err := node.Network().RegisterTypes(leader.NetworkTypes()); err != nil && errors.Is(err, gen.ErrTaken) == false {
 		return err
 	}
-	if err := node.Network().RegisterErrors(leader.ErrorTypes()); err != nil {
+	if err := node.Network().RegisterErrors(leader.ErrorTypes()); err != nil && errors.Is(err, gen.ErrTaken) == false {
 		return err
 	}
 	var peers []gen.ProcessID

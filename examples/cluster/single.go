@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -29,11 +30,14 @@ func runSingle(ctx context.Context, cfg config, out io.Writer) error {
 	defer node.StopForce()
 
 	// Registered straight after the start, before anything of ours talks to
-	// a peer (see examples/scheduler for the application-spec way).
-	if err := node.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
+	// a peer (see examples/scheduler for the application-spec way). The
+	// framework keeps one registry per OS process: when several nodes run
+	// in one process, as in the tests, the second one gets gen.ErrTaken,
+	// which means the types are there.
+	if err := node.Network().RegisterTypes(leader.NetworkTypes()); err != nil && errors.Is(err, gen.ErrTaken) == false {
 		return err
 	}
-	if err := node.Network().RegisterErrors(leader.ErrorTypes()); err != nil {
+	if err := node.Network().RegisterErrors(leader.ErrorTypes()); err != nil && errors.Is(err, gen.ErrTaken) == false {
 		return err
 	}
 	var peers []gen.ProcessID

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -177,7 +178,8 @@ func runDemo(ctx context.Context, cfg config, out io.Writer) (fencingReport, err
 			storesMu.Lock()
 			stores = append(stores, s)
 			storesMu.Unlock()
-			if err := node.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
+			// one registry per OS process: ErrTaken from the second node on
+			if err := node.Network().RegisterTypes(leader.NetworkTypes()); err != nil && errors.Is(err, gen.ErrTaken) == false {
 				return err
 			}
 			var peers []gen.ProcessID

@@ -96,12 +96,13 @@ func (h *harness) nodeOptions(name gen.Atom) gen.NodeOptions {
 }
 
 // setup registers the protocol and, unless deferred, spawns the members;
-// the lab runs it before any peer can reach the node.
+// the lab runs it before any peer can reach the node. The type registry is
+// one per OS process: gen.ErrTaken means another node registered it.
 func (h *harness) setup(node gen.Node) error {
-	if err := node.Network().RegisterTypes(leader.NetworkTypes()); err != nil {
+	if err := node.Network().RegisterTypes(leader.NetworkTypes()); err != nil && errors.Is(err, gen.ErrTaken) == false {
 		return err
 	}
-	if err := node.Network().RegisterErrors(leader.ErrorTypes()); err != nil {
+	if err := node.Network().RegisterErrors(leader.ErrorTypes()); err != nil && errors.Is(err, gen.ErrTaken) == false {
 		return err
 	}
 	if h.spec.deferSpawn {

@@ -12,7 +12,7 @@ import (
 
 // Options configure a Cluster.
 type Options struct {
-	// Cookie is shared by every node; the handshake fails without it.
+	// Cookie is every node's network cookie; the handshake fails without it.
 	Cookie string
 	// Node returns the options to start a node with. The lab sets
 	// Network.Cookie and Network.Acceptors; everything else is the caller's.
@@ -102,7 +102,8 @@ func (c *Cluster) StartAll() error {
 }
 
 // Start starts one node (again, after Kill or Stop): its acceptor on a free
-// loopback port, a static route to every peer through the proxies, then
+// loopback port, a static route to every peer through the proxies (all the
+// TCP links of a connection, see proxied), then
 // Options.Setup, and only then opens the proxies towards it.
 func (c *Cluster) Start(name gen.Atom) (gen.Node, error) {
 	var node gen.Node
@@ -118,13 +119,11 @@ func (c *Cluster) Start(name gen.Atom) (gen.Node, error) {
 		if c.opts.Node != nil {
 			options = c.opts.Node(name)
 		}
-		// The acceptor and the routes use the cluster's cookie; the node's
-		// own cookie is one nobody accepts. A framework may fall back to
-		// its registrar when every static route fails (the stand-in does),
-		// and such a direct dial would bypass a cut proxy; with the wrong
-		// cookie its handshake fails at once, so a cut link stays cut.
-		options.Network.Cookie = c.opts.Cookie + "-unrouted"
-		options.Network.Acceptors = []gen.AcceptorOptions{{Host: "127.0.0.1", Port: port, PortRange: 1, Cookie: c.opts.Cookie}}
+		// An acceptor authenticates with the node's cookie, so every node
+		// has the cluster's. A matching static route is final: a node
+		// whose proxy is cut is not dialled through the registrar instead.
+		options.Network.Cookie = c.opts.Cookie
+		options.Network.Acceptors = []gen.AcceptorOptions{{Host: "127.0.0.1", Port: port, PortRange: 1}}
 		if node, err = ergo.StartNode(name, options); err == nil {
 			c.mu.Lock()
 			c.addrs[name] = fmt.Sprintf("127.0.0.1:%d", port)
@@ -136,14 +135,16 @@ func (c *Cluster) Start(name gen.Atom) (gen.Node, error) {
 		return nil, fmt.Errorf("lab: start %s: %w", name, err)
 	}
 
+	node.Network().RegisterHandshake(viaProxy)
 	for _, peer := range c.names {
 		if peer == name {
 			continue
 		}
-		route := gen.NetworkRoute{
-			Route:  gen.Route{Host: "127.0.0.1", Port: c.links[[2]gen.Atom{name, peer}].port()},
-			Cookie: c.opts.Cookie,
-		}
+		route := gen.NetworkRoute{Route: gen.Route{
+			Host:             "127.0.0.1",
+			Port:             c.links[[2]gen.Atom{name, peer}].port(),
+			HandshakeVersion: viaProxy.Version(), // every link of the pool through the proxy
+		}}
 		if err := node.Network().AddRoute(string(peer), route, 100); err != nil {
 			node.StopForce()
 			return nil, fmt.Errorf("lab: route %s -> %s: %w", name, peer, err)
