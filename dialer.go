@@ -47,7 +47,28 @@ func (d *dialer) ProcessTerminate(reason error) {}
 
 // ProcessRun connects for every request and reports back. Any exit signal
 // (the actor it serves is gone) ends it.
-func (d *dialer) ProcessRun() (reason error) {
+func (d *dialer) ProcessRun() error {
+	return serveHelper(d.process, func(m *gen.MailboxMessage, system bool) {
+		request, isRequest := m.Message.(dialRequest)
+		if isRequest == false || m.From != d.process.Parent() {
+			return
+		}
+		if request.Reset {
+			if remote, err := d.process.Node().Network().Node(request.Node); err == nil {
+				remote.Disconnect()
+			}
+		}
+		_, err := d.process.Node().Network().GetNode(request.Node)
+		d.process.Send(m.From, dialResult{Node: request.Node, Err: err})
+	})
+}
+
+// serveHelper is the mailbox loop of the actor's helper processes (the
+// dialer and the watchers): it hands every message of the System and Main
+// queues to handle, reporting which queue it came from (the framework's
+// notifications come in System), until the process has nothing left to
+// do; any exit signal, from the actor that is gone, ends the process.
+func serveHelper(process gen.Process, handle func(m *gen.MailboxMessage, system bool)) (reason error) {
 	if lib.Recover() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -55,38 +76,29 @@ func (d *dialer) ProcessRun() (reason error) {
 			}
 		}()
 	}
-	mailbox := d.process.Mailbox()
+	mailbox := process.Mailbox()
 	for {
-		if d.process.State() != gen.ProcessStateRunning {
+		if process.State() != gen.ProcessStateRunning {
 			return gen.TerminateReasonKill
 		}
-		value, ok := mailbox.Urgent.Pop()
-		if ok {
+		if value, ok := mailbox.Urgent.Pop(); ok {
 			if m, isMessage := value.(*gen.MailboxMessage); isMessage && m.Type == gen.MailboxMessageTypeExit {
 				gen.ReleaseMailboxMessage(m)
 				return gen.TerminateReasonNormal
 			}
 			continue
 		}
-		if value, ok = mailbox.System.Pop(); ok == false {
+		value, system := mailbox.System.Pop()
+		if system == false {
+			var ok bool
 			if value, ok = mailbox.Main.Pop(); ok == false {
 				return nil
 			}
 		}
-		m, isMessage := value.(*gen.MailboxMessage)
-		if isMessage == false {
-			continue
+		if m, isMessage := value.(*gen.MailboxMessage); isMessage {
+			handle(m, system)
+			gen.ReleaseMailboxMessage(m)
 		}
-		if request, isRequest := m.Message.(dialRequest); isRequest && m.From == d.process.Parent() {
-			if request.Reset {
-				if remote, err := d.process.Node().Network().Node(request.Node); err == nil {
-					remote.Disconnect()
-				}
-			}
-			_, err := d.process.Node().Network().GetNode(request.Node)
-			d.process.Send(m.From, dialResult{Node: request.Node, Err: err})
-		}
-		gen.ReleaseMailboxMessage(m)
 	}
 }
 

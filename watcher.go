@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"ergo.services/ergo/gen"
-	"ergo.services/ergo/lib"
 )
 
 // Monitoring a process on another node is a request to that node: the
@@ -106,59 +105,29 @@ func (w *watcher) ProcessTerminate(reason error) {}
 
 // ProcessRun serves monitor requests and forwards downs. Any exit signal
 // (the actor it serves is gone) ends it.
-func (w *watcher) ProcessRun() (reason error) {
-	if lib.Recover() {
-		defer func() {
-			if r := recover(); r != nil {
-				reason = gen.TerminateReasonPanic
-			}
-		}()
-	}
-	mailbox := w.process.Mailbox()
+func (w *watcher) ProcessRun() error {
 	parent := w.process.Parent()
-	for {
-		if w.process.State() != gen.ProcessStateRunning {
-			return gen.TerminateReasonKill
-		}
-		if value, ok := mailbox.Urgent.Pop(); ok {
-			if m, isMessage := value.(*gen.MailboxMessage); isMessage && m.Type == gen.MailboxMessageTypeExit {
-				gen.ReleaseMailboxMessage(m)
-				return gen.TerminateReasonNormal
-			}
-			continue
-		}
-		value, system := mailbox.System.Pop()
-		if system == false {
-			var ok bool
-			if value, ok = mailbox.Main.Pop(); ok == false {
-				return nil
-			}
-		}
-		m, isMessage := value.(*gen.MailboxMessage)
-		if isMessage == false {
-			continue
-		}
+	return serveHelper(w.process, func(m *gen.MailboxMessage, system bool) {
 		switch message := m.Message.(type) {
 		case watchRequest:
 			if m.From != parent {
-				break
+				return
 			}
 			err := w.process.Monitor(message.PID)
 			if err != nil && errors.Is(err, gen.ErrTargetExist) == false {
 				w.process.Send(parent, watchFailed{PID: message.PID, Err: err})
 			}
 		case gen.MessageDownPID:
-			if deliveredByFramework(w.process, m, system, message) {
-				if w.losses != nil && errors.Is(message.Reason, gen.ErrNoConnection) {
-					w.losses.mark(message.PID.Node, w.clock())
-				}
-				w.process.Send(parent, peerDown{PID: message.PID, Reason: message.Reason})
-			} else {
+			if deliveredByFramework(w.process, m, system, message) == false {
 				w.process.Send(parent, forgedDown{From: m.From})
+				return
 			}
+			if w.losses != nil && errors.Is(message.Reason, gen.ErrNoConnection) {
+				w.losses.mark(message.PID.Node, w.clock())
+			}
+			w.process.Send(parent, peerDown{PID: message.PID, Reason: message.Reason})
 		}
-		gen.ReleaseMailboxMessage(m)
-	}
+	})
 }
 
 // deliveredByFramework reports whether a down came the way the framework
