@@ -480,6 +480,7 @@ func (c *realCluster) teardown() {
 		}
 	}
 	c.mu.Unlock()
+	c.logLongestStep(nodes)
 	var wg sync.WaitGroup
 	for _, n := range nodes {
 		wg.Add(1)
@@ -489,6 +490,34 @@ func (c *realCluster) teardown() {
 		}()
 	}
 	wg.Wait()
+}
+
+// logLongestStep reports the longest time any election actor spent on one
+// message (ergo:longest_step): the worst stall of the actor's loop, which
+// must never include a framework call that waits on the network.
+func (c *realCluster) logLongestStep(nodes []*clNode) {
+	var worst time.Duration
+	var where string
+	for _, n := range nodes {
+		c.mu.Lock()
+		pids := make([]gen.PID, 0, len(n.actors))
+		for _, pid := range n.actors {
+			pids = append(pids, pid)
+		}
+		c.mu.Unlock()
+		for _, pid := range pids {
+			raw, err := n.node.Inspect(pid, "ergo:longest_step")
+			if err != nil {
+				continue
+			}
+			if d, err := time.ParseDuration(raw["ergo:longest_step"]); err == nil && d > worst {
+				worst, where = d, string(n.name)
+			}
+		}
+	}
+	if where != "" {
+		c.t.Logf("longest step of an election actor's loop: %s (on %s)", worst, where)
+	}
 }
 
 // addNode starts a node, adds static routes between it and every other

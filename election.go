@@ -614,6 +614,11 @@ func (e *election) handleHeartbeat(m *member, hb msgHeartbeat) {
 	}
 	e.leader = m.pid
 	e.lostLeader = gen.PID{}
+	if e.now.Sub(e.lastHeartbeatIn) >= e.cfg.heartbeatInterval {
+		// a follower with a live leader has no timer of its own: its
+		// connections to other followers are checked here (silence.go)
+		e.findSilentConnections()
+	}
 	e.lastHeartbeatIn = e.now
 	ack = e.acknowledge(m.pid, ack)
 	e.preVoting = false
