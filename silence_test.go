@@ -36,3 +36,15 @@ func TestOwnResetStartsNoFastFailover(t *testing.T) {
 	out := h.recv("c", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
 	assert.False(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "the promise to b still holds")
 }
+
+// After resetting a silent connection, this node says Hello over the new
+// one at once: a follower has no other reason to write to another follower,
+// which would otherwise stay a ghost and leave the view although alive.
+func TestOwnResetProbesTheMemberAgain(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c"})
+	h.e.members[node("b")].lastReset = h.now
+	require.True(t, h.e.down(h.now, pid("b"), gen.ErrNoConnection))
+	out := h.e.takeEffects()
+	assert.Len(t, sentTo[msgHello](out, "b"), 1, "a Hello to b right away")
+}
