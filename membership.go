@@ -284,14 +284,14 @@ func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 		}
 		e.logf(levelInfo, "lost the connection to peer %s; it stays in the view for GhostTTL (%s) unless it comes back", pid.Node, e.cfg.ghostTTL)
 		e.armGhostTimer()
-		if observed == false {
-			// this node reset the connection itself (silence.go): say Hello
-			// over the new one at once, or a member that has no reason to
-			// write to this node (a follower, to a follower) would stay a
-			// ghost and leave the view although it is alive
-			m.nextProbe = time.Time{}
-			e.probe(m)
-		}
+		// Say Hello at once: the framework may have another connection to
+		// the node, or make one (this node reset the connection, or two
+		// dials crossed and the loser was dropped), and a member with no
+		// reason to write to this node (a follower, to a follower) would
+		// otherwise stay a ghost and leave the view although it is alive.
+		// If the node is gone, the dialer finds out, off the actor.
+		m.nextProbe = time.Time{}
+		e.probe(m)
 		// A leader whose remaining connections cannot form a quorum ends its
 		// lease now: the other end saw the same loss and may fail over fast.
 		e.renewLease()

@@ -37,10 +37,12 @@ func TestOwnResetStartsNoFastFailover(t *testing.T) {
 	assert.False(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "the promise to b still holds")
 }
 
-// After resetting a silent connection, this node says Hello over the new
-// one at once: a follower has no other reason to write to another follower,
-// which would otherwise stay a ghost and leave the view although alive.
-func TestOwnResetProbesTheMemberAgain(t *testing.T) {
+// After a connection loss (its own reset of a silent connection, or the
+// loser of two crossed dials dropped by the framework), this node says
+// Hello at once: a follower has no other reason to write to another
+// follower, which would otherwise stay a ghost and leave the view although
+// alive.
+func TestConnectionLossProbesTheMemberAgain(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
 	h.recv("b", msgHello{ClusterID: "c"})
 	h.e.members[node("b")].lastReset = h.now
