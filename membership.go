@@ -270,7 +270,17 @@ func (e *election) markDead(pid gen.PID) {
 func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 	e.now = now
 	m, ok := e.members[pid.Node]
-	if ok == false || m.pid != pid {
+	if ok == false {
+		return false
+	}
+	if m.pid != pid {
+		if m.pid == (gen.PID{}) && m.knownPID == pid && errors.Is(reason, gen.ErrNoConnection) == false {
+			// the member's process, whose connection dropped just before
+			// it terminated: a real termination all the same
+			e.remove(m, "its process terminated: "+reasonText(reason))
+			e.markDead(pid)
+			return true
+		}
 		return false
 	}
 	// A down this node caused by resetting a silent connection is not an
