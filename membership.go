@@ -240,14 +240,19 @@ func (e *election) staleIncarnation(from gen.PID) bool {
 // remove a live member. Any other failure is a connection problem.
 func (e *election) monitorFailed(now time.Time, pid gen.PID, err error) {
 	e.now = now
-	if errors.Is(err, gen.ErrProcessUnknown) || errors.Is(err, gen.ErrProcessIncarnation) || errors.Is(err, gen.ErrProcessTerminated) {
+	gone := errors.Is(err, gen.ErrProcessUnknown) || errors.Is(err, gen.ErrProcessIncarnation) || errors.Is(err, gen.ErrProcessTerminated)
+	if gone {
 		e.markDead(pid)
 	}
 	m, ok := e.members[pid.Node]
 	if ok == false || m.pid != pid {
 		return
 	}
-	e.down(now, pid, gen.ErrNoConnection)
+	// Only a process known to be gone is an observed failure. Any other
+	// refusal (a timeout, a refused request) says nothing about the
+	// member's end, and a leader's lease built on this node's acks may still
+	// run there: no promise is released and no fast failover starts.
+	e.lostContact(m, pid, gen.ErrNoConnection, gone)
 }
 
 // markDead remembers that pid terminated, for GhostTTL.
@@ -285,8 +290,18 @@ func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 	}
 	// A down this node caused by resetting a silent connection is not an
 	// observed failure of the leader: no fast failover (silence.go).
-	wasLeader := pid == e.leader
 	observed := e.resetting(m) == false || errors.Is(reason, gen.ErrNoConnection) == false
+	e.lostContact(m, pid, reason, observed)
+	return true
+}
+
+// lostContact handles the end of contact with member m's process pid: for
+// ErrNoConnection the member stays, unreachable under GhostTTL, and is
+// probed at once; any other reason removes it. Only an observed failure of
+// the leader (a down the framework delivered, which the leader's end sees
+// too) starts a fast failover.
+func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bool) {
+	wasLeader := pid == e.leader
 	if errors.Is(reason, gen.ErrNoConnection) {
 		m.pid = gen.PID{}
 		if m.unreachableSince.IsZero() {
@@ -317,7 +332,6 @@ func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 	} else if wasLeader {
 		e.leader = gen.PID{}
 	}
-	return true
 }
 
 // sweepGhosts drops every member that has been unreachable for GhostTTL.

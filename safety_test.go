@@ -382,3 +382,28 @@ func TestAnswerToAStaleHeartbeatIsNoAck(t *testing.T) {
 	assert.Equal(t, uint64(5), acks[0].Term)
 	assert.Equal(t, uint64(0), acks[0].Round)
 }
+
+// A refused monitor of the leader is not an observed failure: the leader's
+// end knows nothing of it and its lease on this node's acks may still run,
+// so the follower keeps its promise and does not fail over fast. A refusal
+// that says the process is gone is one.
+func TestRefusedMonitorOfTheLeaderKeepsThePromise(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 2})
+	h.e.monitorFailed(h.now, pid("b"), gen.ErrTimeout)
+	out := h.e.takeEffects()
+	assert.Empty(t, sentTo[msgPreVote](out, "c"), "no fast failover")
+	assert.Empty(t, sentTo[msgVote](out, "c"), "no fast failover")
+	out = h.recv("c", msgVote{ClusterID: "c", Term: 2, ViewSize: 3})
+	require.Len(t, sentTo[msgVoteReply](out, "c"), 1)
+	assert.False(t, sentTo[msgVoteReply](out, "c")[0].Granted, "still promised to b")
+
+	h = newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 2})
+	h.e.monitorFailed(h.now, pid("b"), gen.ErrProcessUnknown)
+	h.e.takeEffects()
+	assert.Equal(t, pid("b"), h.e.lostLeader, "the leader's process is gone: fail over at once")
+	out = h.recv("c", msgVote{ClusterID: "c", Term: 2, ViewSize: 3})
+	require.Len(t, sentTo[msgVoteReply](out, "c"), 1)
+	assert.True(t, sentTo[msgVoteReply](out, "c")[0].Granted, "the promise to a dead process is void")
+}

@@ -44,11 +44,35 @@ type peerDown struct {
 // forgedDown reports a down-shaped message the framework did not deliver.
 type forgedDown struct{ From gen.PID }
 
+// watchRetry is the watcher's reminder to itself to try a monitor again.
+type watchRetry struct {
+	PID     gen.PID
+	Attempt int
+}
+
+// A remote Monitor is refused with gen.ErrTargetExist by the other node
+// when that node still holds a monitor of this watcher's that this node has
+// already dropped: this node lost a connection and delivered the downs, and
+// the other node has not processed its side of that loss yet (or a new
+// connection came up before it did). Nothing is recorded here then, so no
+// down would ever come for that process. The other node drops its stale
+// entry when it handles the loss, so the watcher asks again, with growing
+// pauses; if it is still refused after watchRetryPauses, the actor is told,
+// as for any failed monitor, and treats the member as unreachable.
+var watchRetryPauses = []time.Duration{
+	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+	200 * time.Millisecond, 500 * time.Millisecond, time.Second, time.Second, 2 * time.Second, 2 * time.Second,
+}
+
 // watcher monitors members' processes on the actor's behalf.
 type watcher struct {
 	process gen.Process
 	losses  *lossBoard
 	clock   func() time.Time
+	// watching holds the processes this watcher monitors (its Monitor
+	// succeeded and no down has come since): only for those does an
+	// ErrTargetExist mean the monitor is in place.
+	watching map[gen.PID]struct{}
 }
 
 // lossBoard is where the watcher notes, the moment it gets the down, when
@@ -113,21 +137,47 @@ func (w *watcher) ProcessRun() error {
 			if m.From != parent {
 				return
 			}
-			err := w.process.Monitor(message.PID)
-			if err != nil && errors.Is(err, gen.ErrTargetExist) == false {
-				w.process.Send(parent, watchFailed{PID: message.PID, Err: err})
+			w.watch(message.PID, 0)
+		case watchRetry:
+			if m.From != w.process.PID() {
+				return
 			}
+			w.watch(message.PID, message.Attempt)
 		case gen.MessageDownPID:
 			if deliveredByFramework(w.process, m, system, message) == false {
 				w.process.Send(parent, forgedDown{From: m.From})
 				return
 			}
+			delete(w.watching, message.PID)
 			if w.losses != nil && errors.Is(message.Reason, gen.ErrNoConnection) {
 				w.losses.mark(message.PID.Node, w.clock())
 			}
 			w.process.Send(parent, peerDown{PID: message.PID, Reason: message.Reason})
 		}
 	})
+}
+
+// watch monitors pid, unless this watcher already does; attempt counts the
+// refusals with ErrTargetExist so far (see watchRetryPauses).
+func (w *watcher) watch(pid gen.PID, attempt int) {
+	if _, ok := w.watching[pid]; ok {
+		return
+	}
+	err := w.process.Monitor(pid)
+	switch {
+	case err == nil:
+		if w.watching == nil {
+			w.watching = make(map[gen.PID]struct{})
+		}
+		w.watching[pid] = struct{}{}
+		return
+	case errors.Is(err, gen.ErrTargetExist) && attempt < len(watchRetryPauses):
+		_, err = w.process.SendAfter(w.process.PID(), watchRetry{PID: pid, Attempt: attempt + 1}, watchRetryPauses[attempt])
+		if err == nil {
+			return
+		}
+	}
+	w.process.Send(w.process.Parent(), watchFailed{PID: pid, Err: err})
 }
 
 // deliveredByFramework reports whether a down came the way the framework

@@ -93,7 +93,7 @@ func (n *node) reply(peer gen.Atom, f netstack.Frame, err error) {
 // from peer keep waiting until their timeout.
 func (n *node) HandleDisconnected(peer gen.Atom) {
 	<-n.netReady
-	for _, nt := range n.targets.takePeer(peer, n.core, gen.ErrNoConnection) {
+	for _, nt := range n.targets.takePeer(peer) {
 		if nt.consumer.Node == n.name {
 			n.notifyLocal(nt.consumer, n.core, nt.target, nt.link, gen.ErrNoConnection)
 		}

@@ -235,10 +235,13 @@ func targetNode(target any) gen.Atom {
 	return ""
 }
 
-// takePeer removes every relation on a target of peer (returned; pending
-// ones are held with from and reason instead) and every relation whose
-// consumer lives on peer (dropped).
-func (t *targets) takePeer(peer gen.Atom, from gen.PID, reason error) []notice {
+// takePeer removes every relation on a target of peer (returned) and every
+// relation whose consumer lives on peer (dropped). A pending relation is
+// left alone: the framework records a remote relation only once the peer
+// accepted it, so a connection lost while the request waits (an older
+// connection to the same peer, say, replaced by the one the request went
+// over) does not touch it, and the relation stands if the answer is yes.
+func (t *targets) takePeer(peer gen.Atom) []notice {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []notice
@@ -257,7 +260,7 @@ func (t *targets) takePeer(peer gen.Atom, from gen.PID, reason error) []notice {
 	}
 	deliver := out[:0]
 	for _, nt := range out {
-		if t.holdLocked(nt.consumer, nt.target, nt.link, from, reason) {
+		if _, pending := t.pending[pendingKey{nt.consumer, relation{nt.target, nt.link}}]; pending {
 			continue
 		}
 		t.removeLocked(nt.consumer, nt.target, nt.link)

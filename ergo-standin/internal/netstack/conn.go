@@ -37,7 +37,9 @@ import (
 //     writes to the old, closed socket, so what it sends over a re-dialed
 //     link is dropped; it still reads what the peer sends there.
 //   - A frame goes over link (key % links), where key is the sender's
-//     PID ID % 255, so one sender keeps one link and per-sender order holds;
+//     PID ID % 255, so one sender keeps one link and per-sender order holds
+//     while the pool keeps its size (as in the framework, a frame sent while
+//     the extra links join, or after one left, may overtake an earlier one);
 //     key 0 (and downs, exits and monitor/link replies, which the framework
 //     sends without an order) takes the links round-robin.
 type conn struct {
