@@ -310,7 +310,7 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		}
 		a.state.timer(now, m.Kind, m.Generation)
 		return nil
-	case peerDown, watchFailed, forgedDown:
+	case peerDown, watchFailed, forgedDown, watchStarted:
 		if a.fromWatcher(from, m) == false {
 			a.state.drop("foreign_down")
 			return nil
@@ -454,6 +454,16 @@ func (a *Actor) perform(out effects) {
 	for _, node := range out.reset {
 		a.resetConnection(node)
 	}
+	lost := false
+	for _, node := range out.checkConnected {
+		if a.connected(node) == false {
+			a.state.dialed(a.clock(), node, gen.ErrNoConnection)
+			lost = true
+		}
+	}
+	if lost {
+		a.perform(a.state.takeEffects())
+	}
 }
 
 // watch asks the watcher of pid's node to monitor pid, starting it on
@@ -497,6 +507,8 @@ func (a *Actor) fromWatcher(from gen.PID, report any) bool {
 		return r.PID.Node == node
 	case watchFailed:
 		return r.PID.Node == node
+	case watchStarted:
+		return r.PID.Node == node
 	}
 	return true
 }
@@ -524,6 +536,8 @@ func (a *Actor) watched(now time.Time, report any) {
 		}
 	case watchFailed:
 		a.state.monitorFailed(now, r.PID, r.Err)
+	case watchStarted:
+		a.state.monitored(r.PID)
 	case forgedDown:
 		a.state.drop("forged_down")
 		a.Log().Warning("leader %q: dropped a down notification sent by %s, which is not how the framework reports a termination; nothing changed", a.state.cfg.clusterID, r.From)

@@ -991,6 +991,27 @@ func (c *realCluster) waitViews(idxs []int, name gen.Atom, size int, timeout tim
 	})
 }
 
+// waitAcquainted waits until every actor of idxs knows the PID of every
+// other one: each has answered the others. A declared peer that never
+// answered counts in the view but is nobody's ghost (a lost connection
+// needs one first), so a test that then takes a node away and expects the
+// view to shrink must start from here. Under the stand-in's
+// simultaneous-connect switch this is also where a connection that carries
+// nothing must have been found and replaced.
+func (c *realCluster) waitAcquainted(idxs []int, name gen.Atom, timeout time.Duration) {
+	c.t.Helper()
+	want := strconv.Itoa(len(idxs) - 1)
+	waitFor(c.t, timeout, fmt.Sprintf("every actor of %v to know the others' PIDs", idxs), func() (bool, string) {
+		states := c.states(idxs, name, "ergo:peers")
+		for _, s := range states {
+			if s.err != nil || s.raw["ergo:peers"] != want {
+				return false, clDescribe(states)
+			}
+		}
+		return true, ""
+	})
+}
+
 // waitFor polls cond until it holds, failing the test at the deadline with
 // the last description cond gave.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {

@@ -144,6 +144,7 @@ func TestClusterStoppedLeaderStaysRemoved(t *testing.T) {
 	c := newRealCluster(t, clConfig{})
 	c.spawnAll(c.addNodes(5), tm.options(cluster, 3), protocolSwitches{})
 	for run := range 10 {
+		c.waitAcquainted(c.live(), clActorName, clConverge)
 		old, _ := c.waitLeader(c.live(), clActorName, clConverge)
 		oldPID := c.pid(old, clActorName)
 		c.stopNode(old) // discovery stops listing it too
@@ -243,6 +244,7 @@ func TestClusterGhostTTL(t *testing.T) {
 	c.spawnAll(all, tm.options("ghost", 3), protocolSwitches{})
 	leader, _ := c.waitLeader(all, clActorName, clConverge)
 	c.waitViews(all, clActorName, 4, clConverge)
+	c.waitAcquainted(all, clActorName, clConverge)
 
 	gone := clWithout(all, leader)[rand.IntN(3)]
 	goneName := string(c.name(gone))

@@ -116,8 +116,11 @@ type effects struct {
 	timers  []timerRequest
 	monitor []gen.PID
 	reset   []gen.Atom // nodes whose connection carries nothing (silence.go)
-	joined  []gen.PID
-	left    []gen.PID
+	// nodes of members whose monitor is still unconfirmed: the actor checks
+	// that the framework is still connected to them (watchOverdue)
+	checkConnected []gen.Atom
+	joined         []gen.PID
+	left           []gen.PID
 }
 
 func (o *effects) empty() bool {

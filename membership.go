@@ -31,6 +31,7 @@ type member struct {
 	predecessor      bool      // its current process replaced one this node knew (a restart)
 	awaitingSince    time.Time // first request sent since it last answered anything (silence.go)
 	lastReset        time.Time // when its connection was last reset for silence
+	watchAskedAt     time.Time // when its current PID was handed to the watcher; zero once monitored
 }
 
 // address returns how to reach the member: its PID when known, its name
@@ -187,6 +188,7 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 		// when it comes, no longer matches the member and is dropped.
 		m.pid = from
 		m.ackRound = 0
+		m.watchAskedAt = e.now
 		e.out.monitor = append(e.out.monitor, from)
 		if m.knownPID != from {
 			// a new member, or a restarted process: news for the behavior;
@@ -396,10 +398,23 @@ func (e *election) peers() []gen.PID {
 // dialed applies the outcome of connecting to a member's node: connected,
 // it is probed at once (by name, now without blocking); not, its sends by
 // name back off as after any failed send.
+//
+// A member whose process is known but whose node can no longer be reached
+// lost its connection although no down came: the watcher's monitor may be
+// waiting on a request that went over that connection, which no answer will
+// end before the framework's request timeout. It becomes unreachable now,
+// under GhostTTL, as after a down; it is not an observed failure (no
+// promise released, no fast failover).
 func (e *election) dialed(now time.Time, node gen.Atom, err error) {
 	e.now = now
 	m, ok := e.members[node]
-	if ok == false || m.pid != (gen.PID{}) {
+	if ok == false {
+		return
+	}
+	if m.pid != (gen.PID{}) {
+		if err != nil {
+			e.lostContact(m, m.pid, gen.ErrNoConnection, false)
+		}
 		return
 	}
 	if err != nil {

@@ -143,3 +143,38 @@ func TestLateMessagesOfADeadProcessDoNotReadmitIt(t *testing.T) {
 	h.e.receive(h.now, successor, msgHello{ClusterID: "c"})
 	assert.Equal(t, 3, h.e.viewSize())
 }
+
+// A member whose node can no longer be dialed although no down came (the
+// watcher's monitor request went over a connection that then dropped, and
+// waits for the framework's request timeout) is unreachable from that
+// moment, under GhostTTL, as after a down; it is not an observed failure.
+func TestMemberWhoseNodeCannotBeDialedIsUnreachable(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
+	h.e.dialed(h.now, node("b"), gen.ErrNoConnection)
+	m := h.e.members[node("b")]
+	assert.Equal(t, gen.PID{}, m.pid, "the PID is forgotten")
+	assert.Equal(t, h.now, m.unreachableSince, "the GhostTTL wait starts now")
+	assert.Equal(t, 3, h.e.viewSize(), "the member stays for GhostTTL")
+	assert.Equal(t, gen.PID{}, h.e.lostLeader, "no fast failover: nobody delivered a down")
+	out := h.recv("c", msgVote{ClusterID: "c", Term: 2, ViewSize: 3})
+	assert.False(t, sentTo[msgVoteReply](out, "c")[0].Granted, "still promised to b")
+
+	h.advance(h.e.cfg.ghostTTL)
+	h.fire(timerGhost)
+	assert.Equal(t, 2, h.e.viewSize(), "gone after GhostTTL")
+}
+
+// A member whose monitor is not confirmed within ElectionTimeoutMin has its
+// connection checked by the actor; a confirmed one does not.
+func TestUnconfirmedMonitorHasItsConnectionChecked(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c"})
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.e.monitored(h.e.members[node("c")].pid)
+	h.e.findSilentConnections()
+	assert.Empty(t, h.e.takeEffects().checkConnected, "the monitor request may still be on its way")
+	h.advance(h.e.cfg.electionTimeoutMin)
+	h.e.findSilentConnections()
+	assert.Equal(t, []gen.Atom{node("b")}, h.e.takeEffects().checkConnected, "only b's monitor is unconfirmed")
+}

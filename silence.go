@@ -1,6 +1,10 @@
 package leader
 
-import "time"
+import (
+	"time"
+
+	"ergo.services/ergo/gen"
+)
 
 // A connection that carries nothing. The framework can report a peer as
 // connected while nothing flows either way: after two nodes dialed each
@@ -40,6 +44,7 @@ func (e *election) findSilentConnections() {
 	if e.switches.noResponseQuorum {
 		return // the reference trusts accepted sends, silent or not
 	}
+	e.watchOverdue()
 	bound := e.silenceBound()
 	for _, m := range e.sortedMembers() {
 		if m.awaitingSince.IsZero() || e.now.Sub(m.awaitingSince) < bound || e.now.Sub(m.lastReset) < bound {
@@ -47,6 +52,27 @@ func (e *election) findSilentConnections() {
 		}
 		m.lastReset = e.now
 		e.out.reset = append(e.out.reset, m.node)
+	}
+}
+
+// monitored notes that the watcher's monitor of pid is in place.
+func (e *election) monitored(pid gen.PID) {
+	if m, ok := e.members[pid.Node]; ok && m.pid == pid {
+		m.watchAskedAt = time.Time{}
+	}
+}
+
+// watchOverdue asks the actor to check the connection of every member whose
+// monitor has not been confirmed within ElectionTimeoutMin. A monitor
+// request that went over a connection the framework then replaced or lost
+// gets no answer until the framework's request timeout (seconds), and the
+// member's termination meanwhile produces no down: if its node is no
+// longer connected, it is treated as lost (dialed).
+func (e *election) watchOverdue() {
+	for _, m := range e.sortedMembers() {
+		if m.pid != (gen.PID{}) && m.watchAskedAt.IsZero() == false && e.now.Sub(m.watchAskedAt) >= e.cfg.electionTimeoutMin {
+			e.out.checkConnected = append(e.out.checkConnected, m.node)
+		}
 	}
 }
 

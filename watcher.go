@@ -35,6 +35,9 @@ type watchFailed struct {
 	Err error
 }
 
+// watchStarted reports that the monitor of PID is in place.
+type watchStarted struct{ PID gen.PID }
+
 // peerDown forwards a down the framework delivered for a watched process.
 type peerDown struct {
 	PID    gen.PID
@@ -170,6 +173,7 @@ func (w *watcher) watch(pid gen.PID, attempt int) {
 			w.watching = make(map[gen.PID]struct{})
 		}
 		w.watching[pid] = struct{}{}
+		w.process.Send(w.process.Parent(), watchStarted{PID: pid})
 		return
 	case errors.Is(err, gen.ErrTargetExist) && attempt < len(watchRetryPauses):
 		_, err = w.process.SendAfter(w.process.PID(), watchRetry{PID: pid, Attempt: attempt + 1}, watchRetryPauses[attempt])

@@ -59,7 +59,8 @@ func TestWatcherRetriesAMonitorTheOtherNodeStillHolds(t *testing.T) {
 	require.Equal(t, watchRetry{PID: target, Attempt: 2}, p.sent[1])
 	assert.Greater(t, p.after[1], p.after[0], "the pauses grow")
 	w.watch(target, 2)
-	assert.Len(t, p.sent, 2, "accepted: nothing more to do")
+	require.Len(t, p.sent, 3)
+	assert.Equal(t, watchStarted{PID: target}, p.sent[2], "accepted: the actor is told the monitor is in place")
 	w.watch(target, 0)
 	assert.Len(t, p.monitored, 3, "a process the watcher monitors is not asked for again")
 }
