@@ -175,6 +175,7 @@ func TestUnconfirmedMonitorHasItsConnectionChecked(t *testing.T) {
 	h.e.findSilentConnections()
 	assert.Empty(t, h.e.takeEffects().checkConnected, "the monitor request may still be on its way")
 	h.advance(h.e.cfg.electionTimeoutMin)
+	h.e.now = h.now
 	h.e.findSilentConnections()
 	assert.Equal(t, []gen.Atom{node("b")}, h.e.takeEffects().checkConnected, "only b's monitor is unconfirmed")
 }
