@@ -34,7 +34,72 @@ type ActorBehavior interface {
 	// Terminate is called once when the actor stops.
 	Terminate(reason error)
 	// HandleInspect returns the behavior's own inspection keys; they are
-	// merged on top of the election's ergo: keys.
+	// merged on top of the election's ergo: keys. Inspecting the actor
+	// (gen.Node.Inspect, the observer) with no items returns every key;
+	// with the item "help", each key's description. The election's keys,
+	// all plain strings (durations as Go durations, times as RFC 3339 or
+	// "never", lists sorted and comma-separated):
+	//
+	//   - ergo:state: leader, candidate, follower or unclustered
+	//   - ergo:leader: whether this node believes it leads
+	//   - ergo:leader_pid: PID of the recognised leader, empty if none
+	//   - ergo:leader_node: node of the recognised leader, empty if none
+	//   - ergo:term: current term
+	//   - ergo:voted_for: PID voted for in the current term, empty if none
+	//   - ergo:term_changed_at: when the term last changed
+	//   - ergo:cluster: the ClusterID
+	//   - ergo:view_size: members of the view, this node included
+	//   - ergo:quorum: majority of the view
+	//   - ergo:min_cluster_size: MinClusterSize
+	//   - ergo:peers: number of peers whose PID is known
+	//   - ergo:peers_list: peers whose PID is known, as node:pid
+	//   - ergo:members: every node of the view, this node included
+	//   - ergo:declared: peers declared through Join or Bootstrap
+	//   - ergo:bootstrap: Options.Bootstrap as node:name, this node left out
+	//   - ergo:unreachable: members whose connection dropped, with how long ago
+	//   - ergo:ghost_ttl: GhostTTL
+	//   - ergo:votes_granted: grants in the current election, self included
+	//   - ergo:votes_count: vote replies received in the current election
+	//   - ergo:prevote: whether a pre-vote round is in progress
+	//   - ergo:prevote_granted: pre-vote grants in the current round, self
+	//     included
+	//   - ergo:prevote_rounds: pre-vote rounds started
+	//   - ergo:fast_failover_rounds: pre-votes started early after the leader's
+	//     down
+	//   - ergo:leader_changes: times this node recognised a leader other than the
+	//     one before, the first included
+	//   - ergo:elections_started: vote rounds this node opened as a candidate
+	//   - ergo:elections_won: vote rounds that made this node leader
+	//   - ergo:elections_lost: vote rounds that did not, the one in progress left
+	//     out
+	//   - ergo:leaderless_for: how long this node has recognised no leader, 0s
+	//     while it does
+	//   - ergo:leaderless_last: the last completed period without a leader
+	//   - ergo:leaderless_total: every period without a leader since the start,
+	//     the current one included
+	//   - ergo:failover_last: the last failover: from the last contact with the
+	//     previous leader to recognising the next
+	//   - ergo:election_timer_armed: whether a campaign is scheduled
+	//   - ergo:heartbeat_timer_armed: whether heartbeats are scheduled
+	//   - ergo:heartbeat_in_last: last heartbeat received from the leader
+	//   - ergo:heartbeat_out_last: last heartbeat round sent as leader
+	//   - ergo:election_timeout_min: ElectionTimeoutMin
+	//   - ergo:election_timeout_max: ElectionTimeoutMax
+	//   - ergo:heartbeat_interval: HeartbeatInterval
+	//   - ergo:lease_until: until when this node's leadership is exclusive (its
+	//     lease), never when it does not lead
+	//   - ergo:quiet_until: a freshly started actor grants no vote before this
+	//     time
+	//   - ergo:longest_step: the longest time the actor spent on one message,
+	//     callbacks and sends included
+	//   - ergo:handovers: graceful handovers started by this node
+	//   - ergo:last_handover: successor and time of the last handover
+	//   - ergo:dropped_by_reason: discarded messages per reason
+	//   - ergo:send_failing_peers: peers whose last send failed, with the error
+	//   - ergo:confirm_denied: elections won but withheld by HandleConfirmLeader
+	//   - ergo:last_denied_at: when HandleConfirmLeader last withheld leadership
+	//   - ergo:confirm_backoff: no campaign before this time (confirm denial or
+	//     handover)
 	HandleInspect(from gen.PID, item ...string) map[string]string
 
 	// HandleConfirmLeader is consulted after this node won an election and
@@ -547,6 +612,7 @@ func (a *Actor) watched(now time.Time, report any) {
 // report runs HandleBecomeLeader or HandleBecomeFollower when the role or the
 // recognised leader changed since the last report, exactly once per change.
 func (a *Actor) report() error {
+	a.state.observeLeader(a.clock())
 	now := a.state.public()
 	previous := a.reported
 	switch {

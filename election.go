@@ -153,6 +153,7 @@ type election struct {
 	leader        gen.PID
 	termChangedAt time.Time
 	startedAt     time.Time           // when this actor started: see quietPeriod
+	stats         stats               // what operators chart (stats.go)
 	floorTerms    map[gen.Atom]uint64 // terms heard since start, until the floor is known (lease.go)
 	floorKnown    bool
 	restarted     bool   // a peer knew an earlier process of this actor
@@ -224,6 +225,7 @@ func newElection(cfg config, self gen.PID, name gen.Atom, rng *rand.Rand, log ge
 func (e *election) start(now time.Time) {
 	e.now = now
 	e.startedAt = now
+	e.stats.leaderlessSince = now
 	e.role = roleUnclustered
 	for _, peer := range e.cfg.bootstrap {
 		e.join(peer)
@@ -679,6 +681,7 @@ func (e *election) startElection(why string) {
 	}
 	e.preVoting = false
 	e.term++
+	e.stats.electionsStarted++
 	e.termChangedAt = e.now
 	e.votedFor = e.self
 	e.votes = map[gen.Atom]bool{e.self.Node: true}

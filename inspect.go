@@ -47,6 +47,18 @@ var inspectKeys = []inspectKey{
 	{"ergo:prevote_granted", "pre-vote grants in the current round, self included", func(e *election) string { return strconv.Itoa(len(e.preVotes)) }},
 	{"ergo:prevote_rounds", "pre-vote rounds started", func(e *election) string { return strconv.FormatUint(e.preVoteRounds, 10) }},
 	{"ergo:fast_failover_rounds", "pre-votes started early after the leader's down", func(e *election) string { return strconv.FormatUint(e.fastRounds, 10) }},
+	// what operators chart (stats.go): counters since the actor started,
+	// durations as Go durations
+	{"ergo:leader_changes", "times this node recognised a leader other than the one before, the first included", func(e *election) string { return strconv.FormatUint(e.stats.leaderChanges, 10) }},
+	{"ergo:elections_started", "vote rounds this node opened as a candidate", func(e *election) string { return strconv.FormatUint(e.stats.electionsStarted, 10) }},
+	{"ergo:elections_won", "vote rounds that made this node leader", func(e *election) string { return strconv.FormatUint(e.stats.electionsWon, 10) }},
+	{"ergo:elections_lost", "vote rounds that did not, the one in progress left out", func(e *election) string { return strconv.FormatUint(e.electionsLost(), 10) }},
+	{"ergo:leaderless_for", "how long this node has recognised no leader, 0s while it does", func(e *election) string { return e.leaderlessFor().String() }},
+	{"ergo:leaderless_last", "the last completed period without a leader", func(e *election) string { return e.stats.leaderlessLast.String() }},
+	{"ergo:leaderless_total", "every period without a leader since the start, the current one included", func(e *election) string {
+		return (e.stats.leaderlessTotal + e.leaderlessFor()).String()
+	}},
+	{"ergo:failover_last", "the last failover: from the last contact with the previous leader to recognising the next", func(e *election) string { return e.stats.failoverLast.String() }},
 	// liveness
 	{"ergo:election_timer_armed", "whether a campaign is scheduled", func(e *election) string { return strconv.FormatBool(e.timers[timerElection].armed) }},
 	{"ergo:heartbeat_timer_armed", "whether heartbeats are scheduled", func(e *election) string { return strconv.FormatBool(e.timers[timerHeartbeat].armed) }},

@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,4 +96,20 @@ func TestHandoverIsNoWarning(t *testing.T) {
 	h.e.handover(h.now, "the node is stopping")
 	assert.Equal(t, roleFollower, h.e.role)
 	assert.Empty(t, h.log.warnings)
+}
+
+// Every key the actor answers is listed in the godoc of HandleInspect, with
+// the description help gives.
+func TestEveryInspectKeyIsInTheGodoc(t *testing.T) {
+	source, err := os.ReadFile("actor.go")
+	require.NoError(t, err)
+	var doc strings.Builder
+	for _, line := range strings.Split(string(source), "\n") {
+		if text, ok := strings.CutPrefix(strings.TrimSpace(line), "//"); ok {
+			doc.WriteString(strings.TrimSpace(text) + " ")
+		}
+	}
+	for _, k := range inspectKeys {
+		assert.Contains(t, doc.String(), k.key+": "+k.help, "the godoc of HandleInspect lists %s", k.key)
+	}
 }

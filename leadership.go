@@ -54,6 +54,7 @@ func (e *election) published(now time.Time) {
 		return
 	}
 	e.unpublished = false
+	e.stats.electionsWon++
 	e.logf(levelInfo, "leader at term %d; view %d, quorum %d", e.term, e.viewSize(), e.quorum())
 	e.sendHeartbeats()
 }
