@@ -152,6 +152,7 @@ type Actor struct {
 	state        *election
 	pendingJoins []gen.ProcessID // Join called from Init, before options exist
 	reported     publicState     // what the callbacks have told the behavior
+	events       publisher       // the Leadership event (events.go)
 	cancels      [numTimers]gen.CancelFunc
 	kind         gen.ProcessKind
 
@@ -217,6 +218,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.state = newElection(cfg, a.PID(), a.Name(), a.rng, a.Log())
 	a.state.switches = a.switches
 	a.state.start(a.clock())
+	a.registerEvent()
 	for _, peer := range a.pendingJoins {
 		a.state.join(peer)
 	}
@@ -626,13 +628,16 @@ func (a *Actor) report() error {
 			return err
 		}
 		a.state.published(a.clock())
+		a.publish()
 	case now.leading == false && (previous.leading ||
 		now.campaigning == false && (previous.campaigning || previous.leader != now.leader)):
 		// a leader that became a candidate within one step (a higher term,
 		// then a handover to it) is told it no longer leads all the same
 		a.reported = now
 		a.updateKind()
-		return a.behavior.HandleBecomeFollower(now.leader)
+		err := a.behavior.HandleBecomeFollower(now.leader)
+		a.publish()
+		return err
 	default:
 		a.reported = now
 	}

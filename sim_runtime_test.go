@@ -508,6 +508,19 @@ type simProcess struct {
 	log      simLog
 	paused   bool // a stall: messages queue up, nothing runs
 	parent   gen.PID
+	events   []Leadership // the Leadership events it published, in order
+}
+
+// RegisterEvent accepts the actor's leadership event; SendEvent records what
+// it publishes, so tests can read the events of a process.
+func (p *simProcess) RegisterEvent(name gen.Atom, options gen.EventOptions) (gen.Ref, error) {
+	return gen.Ref{Node: p.pid.Node, ID: [3]uint64{p.pid.ID, 1, 1}}, nil
+}
+func (p *simProcess) SendEvent(name gen.Atom, token gen.Ref, message any) error {
+	if l, ok := message.(Leadership); ok {
+		p.events = append(p.events, l)
+	}
+	return nil
 }
 
 // Spawn starts a child process on the same node (the actor's dialer).

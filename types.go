@@ -116,6 +116,7 @@ func NetworkTypes() []any {
 		msgHeartbeat{},
 		msgHeartbeatAck{},
 		msgTimeoutNow{},
+		Leadership{},
 	}
 }
 
