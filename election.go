@@ -231,6 +231,7 @@ func (e *election) start(now time.Time) {
 		e.join(peer)
 	}
 	e.viewChanged()
+	e.armHealthCheck()
 }
 
 // viewGrew handles a member added to the view. Acknowledgements gathered

@@ -24,6 +24,7 @@ type member struct {
 	unreachableSince time.Time // zero while reachable; set by a down with ErrNoConnection
 	nextProbe        time.Time // earliest next Hello by name; spaces out dials to a gone node
 	sendErr          error     // last send failure, cleared by the next success
+	sendFailingSince time.Time // first of the failures in a row; zero while sends get through
 	nameFailures     int       // consecutive failed sends by name
 	nameBackoffUntil time.Time // no send by name before this (see election.send)
 	ackTerm          uint64    // term of its last heartbeat ack: up to date for a handover
@@ -432,6 +433,9 @@ func (e *election) sendResult(node gen.Atom, err error) {
 	}
 	if err != nil {
 		m.sendErr = err
+		if m.sendFailingSince.IsZero() {
+			m.sendFailingSince = e.now
+		}
 		if m.pid == (gen.PID{}) {
 			m.nameFailures++
 			m.nameBackoffUntil = e.now.Add(e.cfg.electionTimeoutMax << min(m.nameFailures-1, 1))
@@ -439,6 +443,7 @@ func (e *election) sendResult(node gen.Atom, err error) {
 		return
 	}
 	m.sendErr = nil
+	m.sendFailingSince = time.Time{}
 	m.nameFailures = 0
 	m.nameBackoffUntil = time.Time{}
 	m.lastSentOK = e.now

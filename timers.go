@@ -18,6 +18,7 @@ const (
 	timerFast                       // follower that saw its leader's down: pre-vote early
 	timerGhost                      // drop members unreachable for GhostTTL
 	timerLease                      // leader: the lease runs out (lease.go)
+	timerHealth                     // warn about a node stuck without a leader (health.go)
 	numTimers
 )
 
@@ -68,6 +69,8 @@ func (e *election) timer(now time.Time, kind timerKind, generation uint64) {
 		e.sweepGhosts()
 	case timerLease:
 		e.checkLease(now)
+	case timerHealth:
+		e.healthCheck()
 	}
 }
 
