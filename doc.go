@@ -2,19 +2,43 @@
 // cluster and tells your code when this node gains and loses that role.
 //
 // Embed Actor in your actor, implement Init, HandleBecomeLeader and
-// HandleBecomeFollower, register NetworkTypes on the application that hosts
-// it, and the work that must run in one place starts and stops on its own:
+// HandleBecomeFollower, and the work that must run in one place starts and
+// stops on its own. Init returns the options and starts discovery, which is
+// yours to provide; here it is a fixed list of nodes, joined again every few
+// seconds:
 //
 //	type coordinator struct {
 //		leader.Actor
+//
+//		nodes []gen.Atom // your discovery; here a fixed list
 //	}
 //
+//	type discover struct{}
+//
 //	func (c *coordinator) Init(args ...any) (leader.Options, error) {
-//		return leader.Options{ClusterID: "scheduler", MinClusterSize: 3, Bootstrap: peers}, nil
+//		c.nodes = args[0].([]gen.Atom)
+//		// Start the discovery loop. Join would work here as well (it takes
+//		// effect once Init has returned the options), but discovery repeats,
+//		// so it belongs in a handler.
+//		if err := c.Send(c.PID(), discover{}); err != nil {
+//			return leader.Options{}, err
+//		}
+//		return leader.Options{ClusterID: "scheduler", MinClusterSize: 3}, nil
+//	}
+//
+//	func (c *coordinator) HandleMessage(from gen.PID, message any) error {
+//		if _, ok := message.(discover); ok {
+//			for _, node := range c.nodes { // Join ignores this actor's own node
+//				c.Join(gen.ProcessID{Name: "coordinator", Node: node})
+//			}
+//			_, err := c.SendAfter(c.PID(), discover{}, 5*time.Second)
+//			return err
+//		}
+//		return nil
 //	}
 //
 //	func (c *coordinator) HandleBecomeLeader() error {
-//		// start the singleton work
+//		// start the work that must run in one place
 //		return nil
 //	}
 //
@@ -22,6 +46,35 @@
 //		// stop it; leader is empty when no leader is known
 //		return nil
 //	}
+//
+// Every node registers the package's wire types before it connects to a
+// peer, here through the application that hosts the actor:
+//
+//	func (a *coordinatorApp) Load(args ...any) (gen.ApplicationSpec, error) {
+//		return gen.ApplicationSpec{
+//			Name: "scheduler",
+//			Network: gen.ApplicationNetwork{
+//				RegisterTypes:  leader.NetworkTypes(),
+//				RegisterErrors: leader.ErrorTypes(),
+//			},
+//			Group: []gen.ApplicationMemberSpec{{
+//				Name:    "coordinator",
+//				Factory: func() gen.ProcessBehavior { return &coordinator{} },
+//				Args:    []any{a.nodes},
+//			}},
+//		}, nil
+//	}
+//
+// and every node of the cluster starts with the same network cookie. Nodes
+// whose cookies differ cannot connect, and a node started without one gets
+// a random cookie, so it connects to nobody:
+//
+//	node, err := ergo.StartNode("n1@localhost", gen.NodeOptions{
+//		Network:      gen.NetworkOptions{Cookie: "a secret every node shares"},
+//		Applications: []gen.ApplicationBehavior{&coordinatorApp{nodes: nodes}},
+//	})
+//
+// The package example is this program, with three nodes in one process.
 //
 // # Setup
 //
@@ -33,8 +86,14 @@
 // Set it above half the expected node count if two disjoint groups must
 // never both elect a leader.
 //
-// Discovery is yours: call Join with the peers you find, from a handler and
-// on a timer, and Leave when your discovery stops listing a node.
+// Discovery is yours: call Join with the peers you find, and Leave when your
+// discovery stops listing a node. Join works from Init as well as from any
+// handler (called from Init, it takes effect once Init has returned the
+// options), but discovery must repeat: peers appear and disappear, and a
+// peer dropped from the view after GhostTTL comes back only through a later
+// Join, yours or its own. So Init usually sends the actor a message that
+// starts a loop, as above. Options.Bootstrap is Join declared up front, for
+// peers known at deploy time.
 //
 // # How it works
 //

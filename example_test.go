@@ -13,15 +13,122 @@ import (
 	"ergo.services/ergo/gen"
 )
 
-// coordinator embeds leader.Actor: Init returns the options, and the two
-// leadership callbacks start and stop the work that must run in one place.
+// coordinator runs on every node; one of them leads.
 type coordinator struct {
+	leader.Actor
+
+	nodes []gen.Atom // your discovery; here a fixed list
+}
+
+type discover struct{}
+
+func (c *coordinator) Init(args ...any) (leader.Options, error) {
+	c.nodes = args[0].([]gen.Atom)
+	// Start the discovery loop. Join would work here as well (it takes
+	// effect once Init has returned the options), but discovery repeats,
+	// so it belongs in a handler.
+	if err := c.Send(c.PID(), discover{}); err != nil {
+		return leader.Options{}, err
+	}
+	return leader.Options{ClusterID: "scheduler", MinClusterSize: 3}, nil
+}
+
+func (c *coordinator) HandleMessage(from gen.PID, message any) error {
+	if _, ok := message.(discover); ok {
+		for _, node := range c.nodes { // Join ignores this actor's own node
+			c.Join(gen.ProcessID{Name: "coordinator", Node: node})
+		}
+		_, err := c.SendAfter(c.PID(), discover{}, 5*time.Second)
+		return err
+	}
+	return nil
+}
+
+func (c *coordinator) HandleBecomeLeader() error                 { /* start the work */ return nil }
+func (c *coordinator) HandleBecomeFollower(leader gen.PID) error { /* stop it */ return nil }
+
+// coordinatorApp hosts the coordinator and registers the wire types, which
+// every node needs before it connects to a peer.
+type coordinatorApp struct {
+	app.Application
+
+	nodes []gen.Atom
+}
+
+func (a *coordinatorApp) Load(args ...any) (gen.ApplicationSpec, error) {
+	return gen.ApplicationSpec{
+		Name: "scheduler",
+		Network: gen.ApplicationNetwork{
+			RegisterTypes:  leader.NetworkTypes(),
+			RegisterErrors: leader.ErrorTypes(),
+		},
+		Group: []gen.ApplicationMemberSpec{{
+			Name:    "coordinator",
+			Factory: func() gen.ProcessBehavior { return &coordinator{} },
+			Args:    []any{a.nodes},
+		}},
+	}, nil
+}
+
+// Three nodes elect one coordinator. In production every node runs in a
+// process of its own; here they share one, and they find each other through
+// the framework's built-in registrar. Nodes connect only if they share the
+// network cookie.
+func Example() {
+	var nodes []gen.Atom
+	for i := 1; i <= 3; i++ {
+		nodes = append(nodes, gen.Atom(fmt.Sprintf("n%d-%d@localhost", i, os.Getpid())))
+	}
+	var started []gen.Node
+	for _, name := range nodes {
+		node, err := ergo.StartNode(name, gen.NodeOptions{
+			Network:      gen.NetworkOptions{Cookie: "a secret every node shares"},
+			Applications: []gen.ApplicationBehavior{&coordinatorApp{nodes: nodes}},
+			Log:          gen.LogOptions{DefaultLogger: gen.DefaultLoggerOptions{Disable: true}},
+		})
+		if err != nil {
+			panic(err)
+		}
+		defer node.Stop()
+		started = append(started, node)
+	}
+
+	// Wait until every node follows the same leader.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		leaders := make(map[string]int)
+		for _, node := range started {
+			pid, err := node.ProcessPID("coordinator")
+			if err != nil {
+				continue
+			}
+			info, _ := node.Inspect(pid, "ergo:leader_node")
+			if info["ergo:leader_node"] != "" {
+				leaders[info["ergo:leader_node"]]++
+			}
+		}
+		if len(leaders) == 1 {
+			for _, followers := range leaders {
+				if followers == len(started) {
+					fmt.Println("one leader, followed by", followers, "nodes")
+					return
+				}
+			}
+		}
+	}
+	fmt.Println("no agreement within 30s")
+	// Output:
+	// one leader, followed by 3 nodes
+}
+
+// solo is the actor of the single-node examples. It tells the example when
+// leadership begins.
+type solo struct {
 	leader.Actor
 
 	leading chan<- uint64 // tells the example when leadership begins
 }
 
-func (c *coordinator) Init(args ...any) (leader.Options, error) {
+func (c *solo) Init(args ...any) (leader.Options, error) {
 	c.leading = args[0].(chan uint64)
 	return leader.Options{
 		ClusterID: "example",
@@ -30,13 +137,13 @@ func (c *coordinator) Init(args ...any) (leader.Options, error) {
 	}, nil
 }
 
-func (c *coordinator) HandleBecomeLeader() error {
+func (c *solo) HandleBecomeLeader() error {
 	fmt.Println("became leader at term", c.Term())
 	c.leading <- c.Term()
 	return nil
 }
 
-func (c *coordinator) HandleBecomeFollower(leader gen.PID) error {
+func (c *solo) HandleBecomeFollower(leader gen.PID) error {
 	// Every transition into follower lands here, also a leader's own stop:
 	// make it idempotent and stop the work unconditionally.
 	fmt.Println("no longer leader")
@@ -54,7 +161,7 @@ func ExampleActor() {
 		panic(err)
 	}
 	leading := make(chan uint64, 1)
-	factory := func() gen.ProcessBehavior { return &coordinator{} }
+	factory := func() gen.ProcessBehavior { return &solo{} }
 	if _, err := node.SpawnRegister("coordinator", factory, gen.ProcessOptions{}, leading); err != nil {
 		panic(err)
 	}
@@ -85,7 +192,7 @@ func ExampleNetworkTypes() {
 		panic(err)
 	}
 	leading := make(chan uint64, 1)
-	factory := func() gen.ProcessBehavior { return &coordinator{} }
+	factory := func() gen.ProcessBehavior { return &solo{} }
 	_, err = node.Spawn(factory, gen.ProcessOptions{}, leading)
 	fmt.Println("started:", err)
 	<-leading
@@ -96,7 +203,7 @@ func ExampleNetworkTypes() {
 	// no longer leader
 }
 
-// schedulerApp hosts a coordinator and registers the wire types in its
+// schedulerApp hosts a solo actor and registers the wire types in its
 // spec: ApplicationSpec.Network is applied while the application loads,
 // before any of its members is spawned.
 type schedulerApp struct {
@@ -114,7 +221,7 @@ func (a *schedulerApp) Load(args ...any) (gen.ApplicationSpec, error) {
 		},
 		Group: []gen.ApplicationMemberSpec{{
 			Name:    "coordinator",
-			Factory: func() gen.ProcessBehavior { return &coordinator{} },
+			Factory: func() gen.ProcessBehavior { return &solo{} },
 			Args:    []any{a.leading},
 		}},
 	}, nil
