@@ -256,8 +256,8 @@ type messageDiscover struct{}
 
 func (m *member) Init(args ...any) (leader.Options, error) {
 	m.discover = args[0].(func() []gen.Atom)
-	// Join from a handler, not from here: the options are not applied
-	// until Init returns.
+	// Join works here too (it takes effect once Init has returned the
+	// options), but discovery must repeat: start its loop from a handler.
 	if err := m.Send(m.PID(), messageDiscover{}); err != nil {
 		return leader.Options{}, err
 	}

@@ -44,8 +44,9 @@ type messageDiscover struct{}
 
 func factoryMember() gen.ProcessBehavior { return &member{} }
 
-// Init returns the options. Discovery starts from a handler, not from here:
-// the options are not applied until Init returns.
+// Init returns the options and starts discovery. Join would work here as
+// well (it takes effect once Init has returned the options), but discovery
+// repeats on a timer, so it runs from a handler.
 func (m *member) Init(args ...any) (leader.Options, error) {
 	m.spec = args[0].(memberSpec)
 	if err := m.Send(m.PID(), messageDiscover{}); err != nil {

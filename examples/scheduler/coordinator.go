@@ -74,8 +74,9 @@ type messageTick struct{ Generation uint64 }
 
 func factoryCoordinator() gen.ProcessBehavior { return &coordinator{} }
 
-// Init returns the options and starts discovery from a handler: Join needs
-// the options applied, which happens only after Init returns.
+// Init returns the options and starts discovery. Join would work here as
+// well (it takes effect once Init has returned the options), but discovery
+// repeats on a timer, so it runs from a handler.
 func (c *coordinator) Init(args ...any) (leader.Options, error) {
 	c.spec = args[0].(coordinatorSpec)
 	c.listed = make(map[gen.Atom]bool)
