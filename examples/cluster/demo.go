@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ergo.services/actor/leader"
+	"ergo.services/actor/leader/examples/internal/demokit"
 	"ergo.services/actor/leader/examples/internal/lab"
 	"ergo.services/ergo/gen"
 )
@@ -45,6 +46,13 @@ type stepResult struct {
 	Measured string
 	OK       bool
 	Kept     bool // the leader held its term through the step (partition)
+
+	// Took is the figure the step is judged by (0: none), Extra what it
+	// includes besides the election; Slow is set when Took is far above
+	// the election timeout (demokit.Slow).
+	Took  time.Duration
+	Extra time.Duration
+	Slow  bool
 }
 
 // phase is a step's span on the timeline.
@@ -60,6 +68,10 @@ type report struct {
 	Elapsed  time.Duration
 	Timeline string // path of the SVG written, if any
 }
+
+// rediscover is how often a member re-runs Join for its peers; the restart
+// and the heal wait on it.
+const rediscover = time.Second
 
 // runs tells apart demos started by one process (the tests run several).
 var runs atomic.Int64
@@ -104,9 +116,12 @@ func (d *demo) options() leader.Options {
 }
 
 // nodeOptions keeps the framework's log off the screen: the table owns the
-// terminal, and the log lines are shown in a panel under it instead.
+// terminal, and the log lines are shown in a panel under it instead. The
+// nodes reach each other only through the lab's static routes, so they use
+// no registrar (see demokit.NoRegistrar).
 func (d *demo) nodeOptions(name gen.Atom) gen.NodeOptions {
 	return gen.NodeOptions{
+		Network: gen.NetworkOptions{Registrar: demokit.NoRegistrar()},
 		Log: gen.LogOptions{
 			DefaultLogger: gen.DefaultLoggerOptions{Disable: true},
 			Loggers:       []gen.Logger{{Name: "demo", Logger: logSink{d}}},
@@ -133,7 +148,7 @@ func (d *demo) setup(node gen.Node) error {
 	spec := memberSpec{
 		Options:    d.options(),
 		Peers:      peers,
-		Rediscover: time.Second,
+		Rediscover: rediscover,
 		OnRole:     d.roleChanged,
 	}
 	_, err := node.SpawnRegister(processName, factoryMember, gen.ProcessOptions{}, spec)
@@ -226,16 +241,13 @@ func (d *demo) begin(key, label, format string, args ...any) {
 	d.say("(%s) %s", key, fmt.Sprintf(format, args...))
 }
 
-// finish records a step's result.
+// finish judges and records a step's result.
 func (d *demo) finish(r stepResult) {
+	r.Slow = demokit.Slow(r.Took, d.cfg.electionMax, r.Extra)
 	d.mu.Lock()
 	d.steps = append(d.steps, r)
 	d.mu.Unlock()
-	verdict := "ok"
-	if r.OK == false {
-		verdict = "FAILED"
-	}
-	d.say("(%s) %s: %s - leader %s, term %d, %s", r.Key, verdict, r.Title, r.Leader, r.Term, r.Measured)
+	d.say("(%s) %s: %s - leader %s, term %d, %s", r.Key, verdict(r), r.Title, r.Leader, r.Term, r.Measured)
 	if d.cfg.plain {
 		d.printf("%s", renderTable(d.names, d.obs.snapshot(), d.letter, false))
 	}

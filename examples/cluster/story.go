@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"ergo.services/actor/leader/examples/internal/demokit"
 	"ergo.services/actor/leader/examples/internal/lab"
 	"ergo.services/ergo/gen"
 )
@@ -141,7 +142,8 @@ func (d *demo) firstElection(ctx context.Context) error {
 	}
 	first, _ := d.obs.firstLeader(d.start, "")
 	d.finish(stepResult{Key: "a", Title: "first election", Leader: d.letter(a.Leader), Term: a.Term, OK: true,
-		Measured: fmt.Sprintf("elected %s after start, all %d follow after %s", ms(first.At.Sub(d.start)), len(d.names), ms(at.Sub(d.start)))})
+		Measured: fmt.Sprintf("elected %s after start, all %d follow after %s", ms(first.At.Sub(d.start)), len(d.names), ms(at.Sub(d.start))),
+		Took:     at.Sub(d.start)})
 	return nil
 }
 
@@ -159,7 +161,8 @@ func (d *demo) killLeader(ctx context.Context) error {
 	first, _ := d.obs.firstLeader(t0, old.Leader)
 	d.finish(stepResult{Key: "b", Title: fmt.Sprintf("leader %s killed (StopForce)", d.letter(old.Leader)),
 		Leader: d.letter(old.Leader) + " -> " + d.letter(a.Leader), Term: a.Term, OK: true,
-		Measured: fmt.Sprintf("failover %s to a new leader, all %d survivors follow after %s", ms(first.At.Sub(t0)), len(survivors), ms(at.Sub(t0)))})
+		Measured: fmt.Sprintf("failover %s to a new leader, all %d survivors follow after %s", ms(first.At.Sub(t0)), len(survivors), ms(at.Sub(t0))),
+		Took:     at.Sub(t0)})
 	return nil
 }
 
@@ -181,7 +184,8 @@ func (d *demo) restart(ctx context.Context) error {
 		return err
 	}
 	d.finish(stepResult{Key: "b'", Title: fmt.Sprintf("%s restarted", d.letter(down)), Leader: d.letter(a.Leader), Term: a.Term, OK: true,
-		Measured: fmt.Sprintf("rejoined, all views back to %d after %s", len(d.names), ms(at.Sub(t0)))})
+		Measured: fmt.Sprintf("rejoined, all views back to %d after %s", len(d.names), ms(at.Sub(t0))),
+		Took:     at.Sub(t0), Extra: rediscover})
 	return nil
 }
 
@@ -302,7 +306,8 @@ func (d *demo) heal(ctx context.Context) error {
 		return err
 	}
 	d.finish(stepResult{Key: "d", Title: "heal", Leader: d.letter(a.Leader), Term: a.Term, OK: true,
-		Measured: fmt.Sprintf("one leader, all views back to %d after %s", len(d.names), ms(at.Sub(t0)))})
+		Measured: fmt.Sprintf("one leader, all views back to %d after %s", len(d.names), ms(at.Sub(t0))),
+		Took:     at.Sub(t0), Extra: rediscover})
 	return nil
 }
 
@@ -329,7 +334,7 @@ func (d *demo) gracefulStop(ctx context.Context) error {
 	first, _ := d.obs.firstLeader(t0, old.Leader)
 	gap := fmt.Sprintf("handover gap %s to a new leader, all %d survivors follow after %s", ms(first.At.Sub(t0)), len(survivors), ms(at.Sub(t0)))
 	d.finish(stepResult{Key: "e", Title: fmt.Sprintf("leader %s stopped gracefully", d.letter(old.Leader)),
-		Leader: d.letter(old.Leader) + " -> " + d.letter(a.Leader), Term: a.Term, OK: true, Measured: gap})
+		Leader: d.letter(old.Leader) + " -> " + d.letter(a.Leader), Term: a.Term, OK: true, Measured: gap, Took: at.Sub(t0)})
 	return nil
 }
 
@@ -346,12 +351,20 @@ func (d *demo) failed(err error) {
 	d.finish(stepResult{Key: p.Key, Title: p.Label, Leader: "?", Measured: first})
 }
 
-func summaryLine(s stepResult) string {
-	verdict := "ok"
-	if s.OK == false {
-		verdict = "FAILED"
+// verdict is a step's word in the summary: a slow figure is flagged, not
+// passed off as the election's.
+func verdict(s stepResult) string {
+	switch {
+	case s.OK == false:
+		return "FAILED"
+	case s.Slow:
+		return "SLOW"
 	}
-	return fmt.Sprintf("%-3s %-36s %-7s %4d  %-6s %s", s.Key+".", s.Title, s.Leader, s.Term, verdict, s.Measured)
+	return "ok"
+}
+
+func summaryLine(s stepResult) string {
+	return fmt.Sprintf("%-3s %-36s %-7s %4d  %-6s %s", s.Key+".", s.Title, s.Leader, s.Term, verdict(s), s.Measured)
 }
 
 func (d *demo) summary(elapsed time.Duration) string {
@@ -361,6 +374,11 @@ func (d *demo) summary(elapsed time.Duration) string {
 	fmt.Fprintf(&b, "  %-3s %-36s %-7s %4s  %-6s %s\n", "", "step", "leader", "term", "", "measured")
 	for _, s := range d.steps {
 		b.WriteString("  " + summaryLine(s) + "\n")
+	}
+	for _, s := range d.steps {
+		if verdict(s) == "SLOW" {
+			fmt.Fprintf(&b, "  %-3s %s\n", s.Key+".", demokit.SlowNote(d.cfg.electionMax, s.Extra))
+		}
 	}
 	fmt.Fprintf(&b, "  whole story: %s", ms(elapsed))
 	return b.String()

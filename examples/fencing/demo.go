@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ergo.services/actor/leader"
+	"ergo.services/actor/leader/examples/internal/demokit"
 	"ergo.services/actor/leader/examples/internal/lab"
 	"ergo.services/ergo/gen"
 )
@@ -100,9 +101,11 @@ type fencingReport struct {
 	Fenced      bool  // it reported zero rows and stopped
 	Fresh       gen.Atom
 	FreshToken  int64
-	Row         row   // the resource at the end
-	TokenAfter  int64 // the counter at the end
-	Newest      int64 // the newest token that any write went through with
+	Row         row           // the resource at the end
+	TokenAfter  int64         // the counter at the end
+	Newest      int64         // the newest token that any write went through with
+	Elected     time.Duration // from the nodes' start to the first token
+	Failover    time.Duration // from the cut to the majority's first token
 }
 
 var demoRuns atomic.Int64
@@ -168,7 +171,11 @@ func runDemo(ctx context.Context, cfg config, out io.Writer) (fencingReport, err
 	cluster, err := lab.New(names, lab.Options{
 		Cookie: "fencing-demo",
 		Node: func(gen.Atom) gen.NodeOptions {
-			return gen.NodeOptions{Log: lab.ActorLog(io.Discard, gen.LogLevelWarning)}
+			// Static routes only (the lab's): no registrar to wait for.
+			return gen.NodeOptions{
+				Network: gen.NetworkOptions{Registrar: demokit.NoRegistrar()},
+				Log:     lab.ActorLog(io.Discard, gen.LogLevelWarning),
+			}
 		},
 		Setup: func(node gen.Node) error {
 			s, err := openStore(cfg.dsn, cfg.db)
@@ -193,7 +200,7 @@ func runDemo(ctx context.Context, cfg config, out io.Writer) (fencingReport, err
 					ClusterID:          "fencing",
 					MinClusterSize:     3,
 					ElectionTimeoutMin: cfg.electionMin,
-					ElectionTimeoutMax: 2 * cfg.electionMin,
+					ElectionTimeoutMax: cfg.electionMax(),
 					HeartbeatInterval:  cfg.electionMin / 5,
 				},
 				Peers:          peers,
@@ -202,7 +209,7 @@ func runDemo(ctx context.Context, cfg config, out io.Writer) (fencingReport, err
 				Cluster:        cfg.cluster,
 				Resource:       cfg.resource,
 				Every:          cfg.every,
-				ConfirmTimeout: time.Duration(cfg.electionMin) * time.Millisecond / 2,
+				ConfirmTimeout: cfg.confirmTimeout(),
 				BeforeWrite:    stall.beforeWrite,
 				OnEvent:        onEvent,
 			}
@@ -233,6 +240,7 @@ func runDemo(ctx context.Context, cfg config, out io.Writer) (fencingReport, err
 		}
 	}
 
+	started := time.Now()
 	if err := cluster.StartAll(); err != nil {
 		return report, err
 	}
@@ -271,6 +279,12 @@ func runDemo(ctx context.Context, cfg config, out io.Writer) (fencingReport, err
 		return report, err
 	}
 	report.Fresh, report.FreshToken = fresh.Node, fresh.Token
+	if first, ok := log.find(started, func(e event) bool { return e.Kind == "token" }); ok {
+		report.Elected = first.At.Sub(started)
+	}
+	if taken, ok := log.find(cut, func(e event) bool { return e.Kind == "token" && e.Node != stale }); ok {
+		report.Failover = taken.At.Sub(cut)
+	}
 
 	// 4. The stale leader resumes and writes with its old token.
 	resumed := time.Now()
@@ -319,7 +333,19 @@ func runDemo(ctx context.Context, cfg config, out io.Writer) (fencingReport, err
 	say("Summary: %s led with token %d and was cut off; %s took token %d; %s. Tokens %s; a run after a full restart continues above %d.",
 		short(stale), report.StaleToken, short(report.Fresh), report.FreshToken, verdict,
 		tokenRange(report.TokenBefore, report.TokenAfter), report.TokenAfter)
+	say("  first leader's token after the start: %s", cfg.figure(report.Elected))
+	say("  majority's token after the cut:       %s", cfg.figure(report.Failover))
 	return report, nil
+}
+
+// figure is a measured time for the summary, flagged when it is far above
+// what the election timeout and the token's confirmation explain.
+func (c config) figure(took time.Duration) string {
+	text := took.Round(time.Millisecond).String()
+	if demokit.Slow(took, c.electionMax(), c.confirmTimeout()) {
+		return text + " - " + demokit.SlowNote(c.electionMax(), c.confirmTimeout())
+	}
+	return text + " (ok)"
 }
 
 func tokenRange(before, after int64) string {

@@ -62,6 +62,15 @@ func parseConfig(args []string, output io.Writer) (config, error) {
 	return c, nil
 }
 
+// electionMax is ElectionTimeoutMax, ms: twice the minimum.
+func (c config) electionMax() int { return 2 * c.electionMin }
+
+// confirmTimeout bounds HandleConfirmLeader's token query: half the
+// election timeout, so a slow database delays a leadership, not the lease.
+func (c config) confirmTimeout() time.Duration {
+	return time.Duration(c.electionMin) * time.Millisecond / 2
+}
+
 // run is the whole program; main only wires it to the process.
 func run(ctx context.Context, args []string, out io.Writer) error {
 	cfg, err := parseConfig(args, out)

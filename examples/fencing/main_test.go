@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,23 @@ func TestRebind(t *testing.T) {
 	}
 	if s := (&store{}); s.rebind("a = ?") != "a = ?" {
 		t.Error("rebind changed a SQLite query")
+	}
+}
+
+// TestSummaryFlagsSlowFigures: a time far above the election timeout plus
+// the token's confirmation is flagged as SLOW, never reported as ok.
+func TestSummaryFlagsSlowFigures(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard) // max 500 ms, confirm 125 ms: the limit is 1.625s
+	if err != nil {
+		t.Fatal(err)
+	}
+	for took, want := range map[time.Duration]string{
+		400 * time.Millisecond:  "400ms (ok)",
+		1500 * time.Millisecond: "1.5s (ok)",
+		4 * time.Second:         "4s - SLOW: above 1.625s",
+	} {
+		if got := cfg.figure(took); strings.HasPrefix(got, want) == false {
+			t.Errorf("figure(%s) = %q, want it to start with %q", took, got, want)
+		}
 	}
 }

@@ -185,3 +185,21 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// TestSummaryFlagsSlowFigures: a time far above the election timeout plus
+// a tick is flagged as SLOW, never reported as ok.
+func TestSummaryFlagsSlowFigures(t *testing.T) {
+	cfg, err := parseConfig(nil, io.Discard) // max 300 ms, tick 500 ms: the limit is 1.4s
+	if err != nil {
+		t.Fatal(err)
+	}
+	for took, want := range map[time.Duration]string{
+		600 * time.Millisecond:  "600ms (ok)",
+		1400 * time.Millisecond: "1.4s (ok)",
+		2 * time.Second:         "2s - SLOW: above 1.4s",
+	} {
+		if got := cfg.figure(took); strings.HasPrefix(got, want) == false {
+			t.Errorf("figure(%s) = %q, want it to start with %q", took, got, want)
+		}
+	}
+}
