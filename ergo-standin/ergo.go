@@ -1,5 +1,5 @@
 // Package ergo starts nodes of the stand-in framework.
-package ergo
+package ergo // import "ergo.services/ergo"
 
 import (
 	"runtime/debug"

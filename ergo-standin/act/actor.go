@@ -1,6 +1,6 @@
 // Package act provides the Actor behavior: a process that handles messages,
 // calls, exits and inspections through callbacks.
-package act
+package act // import "ergo.services/ergo/act"
 
 import (
 	"fmt"

@@ -1,5 +1,5 @@
 // Package app provides Application, the base of application behaviors.
-package app
+package app // import "ergo.services/ergo/app"
 
 import "ergo.services/ergo/gen"
 

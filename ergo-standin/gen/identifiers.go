@@ -103,11 +103,20 @@ func (e Event) String() string {
 	return "Event#<" + e.Node.CRC32() + ":" + string(e.Name) + ">"
 }
 
+// CoreEvent is the event every node registers at start, produced by its
+// core PID; the name cannot be registered again.
+const CoreEvent Atom = "core"
+
 // EventOptions configure a registered event.
 type EventOptions struct {
+	// Notify makes the producer get MessageEventStart when the event gets
+	// its first subscriber and MessageEventStop when it loses the last.
 	Notify bool
+	// Buffer keeps the last Buffer messages; a new subscriber gets them.
 	Buffer int
-	Open   bool
+	// Open is accepted and ignored: as on the framework's v320 branch,
+	// every sender needs the token.
+	Open bool
 }
 
 // Env is the name of an environment variable; names are case-insensitive.

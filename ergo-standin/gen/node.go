@@ -31,6 +31,15 @@ type Node interface {
 	SendExit(pid PID, reason error) error
 	Kill(pid PID) error
 
+	// SendEvent publishes message to the subscribers of an event the node
+	// registered (sender: the node core PID); token is the one
+	// RegisterEvent returned.
+	SendEvent(name Atom, token Ref, options MessageOptions, message any) error
+	// RegisterEvent registers an event produced by the node itself.
+	RegisterEvent(name Atom, options EventOptions) (Ref, error)
+	// UnregisterEvent unregisters an event the node registered.
+	UnregisterEvent(name Atom) error
+
 	ProcessInfo(pid PID) (ProcessInfo, error)
 	ProcessPID(name Atom) (PID, error)
 	ProcessName(pid PID) (Atom, error)

@@ -186,9 +186,11 @@ type ProcessInfo struct {
 	Metas             []Alias
 	MonitorsPID       []PID
 	MonitorsProcessID []ProcessID
+	MonitorsEvent     []Event
 	MonitorsNode      []Atom
 	LinksPID          []PID
 	LinksProcessID    []ProcessID
+	LinksEvent        []Event
 	LinksNode         []Atom
 	LogLevel          LogLevel
 	KeepNetworkOrder  bool

@@ -1,4 +1,4 @@
 // Package lib holds the low-level helpers of the stand-in framework: the
 // multi-producer single-consumer queue used by process mailboxes and the
 // panic-recovery switch.
-package lib
+package lib // import "ergo.services/ergo/lib"

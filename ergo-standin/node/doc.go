@@ -14,6 +14,34 @@
 // loss, a node); Kill of a process inside a callback only makes it a zombee;
 // StopForce kills the processes before the network stops.
 //
+// Events follow the same sources (node/node.go registerEvent,
+// unregisterEvent and unregisterProcess; node/core.go RouteSendEvent,
+// RouteLinkEvent, RouteMonitorEvent, their removals, RouteTerminateEvent
+// and RouteNodeDown; net/proto/connection.go): a name is unique per node
+// (gen.ErrTaken; gen.CoreEvent is taken by every node's core at start);
+// SendEvent needs the token from every sender (gen.ErrEventOwner,
+// gen.ErrEventUnknown for an unknown name; EventOptions.Open is ignored,
+// v320 has no such option); a message reaches a subscriber as
+// MailboxMessageTypeEvent from the sender, in the queue of the sender's
+// send priority (act.Actor calls HandleEvent); LinkEvent/MonitorEvent
+// return the last Buffer messages; with Notify the producer gets
+// MessageEventStart/MessageEventStop from the core PID in the System queue
+// when a subscription count reaches one / zero - a count a terminated
+// subscriber never leaves (framework bug: only Unlink/Demonitor and a lost
+// connection take subscriptions off it), so after one dies the producer
+// hears neither; a process that both links and monitors gets every message
+// twice; UnlinkEvent/DemonitorEvent do not default an empty Event.Node
+// (gen.ErrTargetUnknown); the end of an event (its producer's reason, or
+// gen.ErrUnregistered) is a MessageDownEvent/MessageExitEvent from the
+// subscriber node's core PID. A remote subscription is a request like a
+// remote Monitor, answered with the buffer; a message is sent once per
+// subscribing node (existing connection only) and fanned out there. A
+// message the network cannot encode still reaches the local subscribers:
+// SendEvent returns nil and logs the failure for each such node. A buffer
+// holding such a message makes a remote subscription time out
+// (gen.ErrTimeout; the answer cannot be encoded) while the event's node
+// keeps the subscription.
+//
 // Where the stand-in still differs from the framework, and why it does not
 // matter to the library (or what the library must not rely on):
 //
@@ -60,6 +88,11 @@
 //     log level comes from options, else the parent, else the application,
 //     else the node.
 //   - Loggers are called synchronously (one call at a time per logger).
-//   - Meta processes, events, remote spawn, tracing export and the system
+//   - A new subscriber gets a message sent concurrently either in its
+//     buffer or delivered, never both (the framework reads the buffer and
+//     the subscribers without a lock and may do both). NodeOptions.Events
+//     (v3.2) is ignored; Node.EventInfo and the other v3.2 event listings
+//     are not implemented.
+//   - Meta processes, remote spawn, tracing export and the system
 //     application are not implemented (gen.ErrUnsupported or no-ops).
-package node
+package node // import "ergo.services/ergo/node"

@@ -67,6 +67,7 @@ type node struct {
 	envStore
 
 	targets *targets
+	events  eventTable
 	waiters *waiters
 	logger  *logger
 	log     *plog
@@ -120,6 +121,9 @@ func Start(name gen.Atom, options gen.NodeOptions, framework gen.Version) (gen.N
 		return gen.MessageLogNetwork{Node: n.name, Creation: n.creation}
 	})
 	n.targets = newTargets()
+	n.events.m = make(map[gen.Atom]*eventOwner)
+	// every node produces the core event (framework: node.Start)
+	n.registerEvent(gen.CoreEvent, n.core, gen.EventOptions{})
 	n.waiters = newWaiters()
 	n.apps = newApps()
 	n.state.Store(nodeRunning)

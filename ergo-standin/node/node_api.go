@@ -121,6 +121,7 @@ func (n *node) ProcessInfo(pid gen.PID) (gen.ProcessInfo, error) {
 		Fields:            p.log.Fields(),
 		Env:               p.EnvList(),
 		Aliases:           p.Aliases(),
+		Events:            p.Events(),
 		LogLevel:          p.log.Level(),
 		KeepNetworkOrder:  p.KeepNetworkOrder(),
 		ImportantDelivery: p.ImportantDelivery(),
@@ -144,6 +145,12 @@ func (n *node) ProcessInfo(pid gen.PID) (gen.ProcessInfo, error) {
 				info.LinksProcessID = append(info.LinksProcessID, t)
 			} else {
 				info.MonitorsProcessID = append(info.MonitorsProcessID, t)
+			}
+		case gen.Event:
+			if r.link {
+				info.LinksEvent = append(info.LinksEvent, t)
+			} else {
+				info.MonitorsEvent = append(info.MonitorsEvent, t)
 			}
 		case gen.Atom:
 			if r.link {

@@ -386,6 +386,7 @@ func (n *node) unregisterProcess(p *process, reason error) {
 	for _, a := range aliases {
 		n.notifyTarget(p.pid, a, reason)
 	}
+	n.terminateEvents(p.pid, reason)
 	n.dropConsumer(p.pid)
 	if p.app != nil {
 		p.app.memberTerminated(p.pid, reason)

@@ -7,7 +7,7 @@ import (
 )
 
 // The methods below are the part of gen.Process the stand-in does not
-// implement fully: meta processes, remote spawn, events and tracing.
+// implement fully: meta processes, remote spawn and tracing.
 
 func (p *process) SpawnMeta(behavior gen.MetaBehavior, options gen.MetaOptions) (gen.Alias, error) {
 	return gen.Alias{}, gen.ErrUnsupported
@@ -92,12 +92,6 @@ func (p *process) SetImportantDelivery(important bool) error {
 
 func (p *process) ImportantDelivery() bool { return p.important.Load() }
 
-func (p *process) Events() []gen.Atom { return nil }
-
-func (p *process) SendEvent(name gen.Atom, token gen.Ref, message any) error {
-	return gen.ErrUnsupported
-}
-
 func (p *process) SendExitMeta(meta gen.Alias, reason error) error { return gen.ErrUnsupported }
 
 func (p *process) SendExitMetaAfter(meta gen.Alias, reason error, after time.Duration) (gen.CancelFunc, error) {
@@ -107,24 +101,6 @@ func (p *process) SendExitMetaAfter(meta gen.Alias, reason error, after time.Dur
 func (p *process) InspectMeta(meta gen.Alias, item ...string) (map[string]string, error) {
 	return nil, gen.ErrUnsupported
 }
-
-func (p *process) RegisterEvent(name gen.Atom, options gen.EventOptions) (gen.Ref, error) {
-	return gen.Ref{}, gen.ErrUnsupported
-}
-
-func (p *process) UnregisterEvent(name gen.Atom) error { return gen.ErrUnsupported }
-
-func (p *process) LinkEvent(target gen.Event) ([]gen.MessageEvent, error) {
-	return nil, gen.ErrUnsupported
-}
-
-func (p *process) UnlinkEvent(target gen.Event) error { return gen.ErrUnsupported }
-
-func (p *process) MonitorEvent(event gen.Event) ([]gen.MessageEvent, error) {
-	return nil, gen.ErrUnsupported
-}
-
-func (p *process) DemonitorEvent(event gen.Event) error { return gen.ErrUnsupported }
 
 func (p *process) MetaInfo(meta gen.Alias) (gen.MetaInfo, error) {
 	return gen.MetaInfo{}, gen.ErrUnsupported

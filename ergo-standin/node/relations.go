@@ -38,7 +38,8 @@ func (n *node) addRelation(consumer gen.PID, target any, link bool) error {
 		return gen.ErrNodeTerminated
 	}
 	if peer := targetNode(target); peer != n.name {
-		return n.addRemoteRelation(consumer, peer, target, link)
+		_, err := n.addRemoteRelation(consumer, peer, target, link)
+		return err
 	}
 	return n.addLocalRelation(consumer, target, link)
 }
@@ -117,18 +118,18 @@ func (n *node) peerFor(peer gen.Atom, target any) error {
 }
 
 // request sends a relation request to peer and blocks for the answer, up
-// to gen.DefaultRequestTimeout seconds. A connection that drops meanwhile
-// does not end the wait (as in the framework, where only the timer or the
-// answer ends connection.waitResult).
-func (n *node) request(peer gen.Atom, kind netstack.FrameKind, consumer gen.PID, target any) error {
+// to gen.DefaultRequestTimeout seconds; the answer's value is what an
+// event subscription returns (the event's buffered messages). A connection
+// that drops meanwhile does not end the wait (as in the framework, where
+// only the timer or the answer ends connection.waitResult).
+func (n *node) request(peer gen.Atom, kind netstack.FrameKind, consumer gen.PID, target any) (any, error) {
 	ref := n.MakeRef()
 	w := n.waiters.add(ref, consumer)
 	if err := n.net.SendFrame(peer, netstack.Frame{Kind: kind, From: consumer, To: target, Ref: ref}); err != nil {
 		n.waiters.remove(ref)
-		return err
+		return nil, err
 	}
-	_, err := n.waiters.wait(ref, w, gen.DefaultRequestTimeout)
-	return err
+	return n.waiters.wait(ref, w, gen.DefaultRequestTimeout)
 }
 
 // addRemoteRelation asks the target's node to register the relation and
@@ -138,26 +139,27 @@ func (n *node) request(peer gen.Atom, kind netstack.FrameKind, consumer gen.PID,
 // the relation and anything held are dropped, so the consumer sees neither
 // a relation nor a notice (framework: the relation is recorded only after
 // the answer).
-func (n *node) addRemoteRelation(consumer gen.PID, peer gen.Atom, target any, link bool) error {
+// The answer's value is returned (see request).
+func (n *node) addRemoteRelation(consumer gen.PID, peer gen.Atom, target any, link bool) (any, error) {
 	if err := n.peerFor(peer, target); err != nil {
-		return err
+		return nil, err
 	}
 	if err := n.targets.addPending(consumer, target, link); err != nil {
-		return err
+		return nil, err
 	}
 	addKind, _ := relationKind(link)
-	err := n.request(peer, addKind, consumer, target)
+	v, err := n.request(peer, addKind, consumer, target)
 	if h, deliver := n.targets.settle(consumer, target, link, err == nil); deliver {
 		n.notifyLocal(consumer, h.from, target, link, h.reason)
 	}
-	return err
+	return v, err
 }
 
-// removeRelation drops a monitor or link of a PID, ProcessID or Alias. For
-// a remote target the peer is asked first; if it refuses or does not
-// answer in time the local relation stays (and may still fire), and the
-// error is returned - except for an Unlink of a PID, which returns nil
-// (framework: RouteUnlinkPID ignores the peer's error).
+// removeRelation drops a monitor or link of a PID, ProcessID, Alias or
+// remote Event. For a remote target the peer is asked first; if it refuses
+// or does not answer in time the local relation stays (and may still
+// fire), and the error is returned - except for an Unlink of a PID, which
+// returns nil (framework: RouteUnlinkPID ignores the peer's error).
 func (n *node) removeRelation(consumer gen.PID, target any, link bool) error {
 	if n.state.Load() == nodeStopped {
 		return gen.ErrNodeTerminated
@@ -170,7 +172,7 @@ func (n *node) removeRelation(consumer gen.PID, target any, link bool) error {
 		return err
 	}
 	_, removeKind := relationKind(link)
-	if err := n.request(peer, removeKind, consumer, target); err != nil {
+	if _, err := n.request(peer, removeKind, consumer, target); err != nil {
 		if _, isPID := target.(gen.PID); link && isPID {
 			return nil
 		}

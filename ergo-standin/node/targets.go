@@ -7,7 +7,7 @@ import (
 )
 
 // relation is one monitor (link == false) or link of a consumer on a
-// target: gen.PID, gen.ProcessID, gen.Alias or gen.Atom (a node).
+// target: gen.PID, gen.ProcessID, gen.Alias, gen.Event or gen.Atom (a node).
 type relation struct {
 	target any
 	link   bool

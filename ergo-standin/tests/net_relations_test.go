@@ -64,6 +64,9 @@ type delivery struct {
 // process's results channel.
 type rawRun func(p gen.Process) any
 
+// rawStop makes a raw probe terminate with reason.
+type rawStop struct{ reason error }
+
 type rawResult struct {
 	v    any
 	took time.Duration
@@ -101,6 +104,10 @@ func (r *rawProbe) ProcessRun() error {
 			return nil
 		}
 		m := v.(*gen.MailboxMessage)
+		if stop, isStop := m.Message.(rawStop); isStop {
+			gen.ReleaseMailboxMessage(m)
+			return stop.reason
+		}
 		if fn, isRun := m.Message.(rawRun); isRun {
 			start := time.Now()
 			res := fn(r.p)

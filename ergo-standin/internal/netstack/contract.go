@@ -30,7 +30,7 @@
 // containing simultaneous-connect (read when a stack starts) reproduces the
 // v320 branch instead: both nodes may keep different connections, report
 // each other connected, and deliver nothing either way.
-package netstack
+package netstack // import "ergo.services/ergo/internal/netstack"
 
 import (
 	"ergo.services/ergo/gen"
@@ -44,15 +44,18 @@ const (
 	FrameSend          FrameKind = 1  // From, To (PID|ProcessID|Alias), Priority, Message
 	FrameRequest       FrameKind = 2  // From, To, Ref, Priority, Message (a Call)
 	FrameResponse      FrameKind = 3  // From, To (PID), Ref, Message or Err
-	FrameMonitor       FrameKind = 4  // From (local monitor owner), To (target PID|ProcessID), Ref
+	FrameMonitor       FrameKind = 4  // From (local monitor owner), To (target PID|ProcessID|Alias|Event), Ref
 	FrameDemonitor     FrameKind = 5  // From, To
 	FrameLink          FrameKind = 6  // From, To, Ref
 	FrameUnlink        FrameKind = 7  // From, To
-	FrameReply         FrameKind = 8  // To (PID that asked), Ref, Err (nil = ok): reply to Monitor/Link
+	FrameReply         FrameKind = 8  // To (PID that asked), Ref, Err (nil = ok), Message ([]gen.MessageEvent for an event): reply to Monitor/Link
 	FrameDown          FrameKind = 9  // From (dead target PID), To (monitor owner PID), Target (PID|ProcessID as monitored), Err = reason
 	FrameExit          FrameKind = 10 // From (dead/linked PID), To (PID), Target, Err = reason
 	FrameExitSignal    FrameKind = 11 // SendExit: From, To (PID), Err = reason
 	FrameInspectUnused FrameKind = 12 // reserved
+	FrameEvent         FrameKind = 13 // From (producer), Priority, Message = gen.MessageEvent; once per subscribing node
+
+	frameLast = FrameEvent
 )
 
 // Frame is one unit the node runtime exchanges with a peer node. Message may

@@ -57,7 +57,7 @@ func decodeFrame(reg *edf.Registry, errs edf.Errors, payload []byte) (Frame, err
 	if err != nil {
 		return f, err
 	}
-	if kind < byte(FrameSend) || kind > byte(FrameInspectUnused) {
+	if kind < byte(FrameSend) || kind > byte(frameLast) {
 		return f, protoErr("unknown frame kind %d", kind)
 	}
 	f.Kind = FrameKind(kind)

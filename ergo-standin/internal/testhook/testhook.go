@@ -3,7 +3,7 @@
 // would look to the other side. It is internal to the stand-in module: code
 // built against the real framework cannot use it, and nothing in the
 // runtime changes while no hook is set.
-package testhook
+package testhook // import "ergo.services/ergo/internal/testhook"
 
 import (
 	"sync/atomic"

@@ -16,7 +16,7 @@
 //
 // The wire format is the stand-in's own (it does not interoperate with the
 // framework), and there is no TLS.
-package handshake
+package handshake // import "ergo.services/ergo/net/handshake"
 
 import (
 	"bufio"

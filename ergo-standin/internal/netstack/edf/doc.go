@@ -20,4 +20,4 @@
 // gen.TerminateReason* is pre-registered, so errors.Is works on the
 // receiver), as a wrapper keeping registered wrapped errors, or as a plain
 // string decoded with errors.New.
-package edf
+package edf // import "ergo.services/ergo/internal/netstack/edf"

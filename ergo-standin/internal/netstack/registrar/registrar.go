@@ -13,7 +13,7 @@
 //
 //	TCP  client -> server  "REG <name> <port>\n"   server -> client "OK\n" | "TAKEN\n"
 //	UDP  query             "RES <name>"            reply "PORT <port>" | "NONE"
-package registrar
+package registrar // import "ergo.services/ergo/internal/netstack/registrar"
 
 import (
 	"bufio"
