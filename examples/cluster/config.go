@@ -51,7 +51,7 @@ Flags:
 	fs.IntVar(&c.heartbeat, "heartbeat", 50, "HeartbeatInterval, ms")
 	fs.IntVar(&c.minSize, "min-size", 3, "MinClusterSize")
 	fs.StringVar(&c.timeline, "timeline", "", "write an SVG timeline of the story to this file")
-	fs.BoolVar(&c.plain, "plain", false, "print lines instead of redrawing the table (for logs and CI)")
+	fs.BoolVar(&c.plain, "plain", false, "print lines instead of redrawing the table (the default when the output is not a terminal)")
 	fs.DurationVar(&c.pause, "pause", 2*time.Second, "how long to linger after each step so it can be read")
 	fs.StringVar(&c.cookie, "cookie", "leader-demo", "network cookie shared by all nodes")
 	fs.BoolVar(&c.verbose, "v", false, "also print the nodes' log messages")

@@ -27,6 +27,7 @@ type demo struct {
 	obs     *observer
 	names   []gen.Atom
 	letters map[gen.Atom]string
+	pattern string // the names at a glance: "A..E = leader-demo-1234-1-{a..e}@localhost"
 	start   time.Time
 
 	mu      sync.Mutex
@@ -86,6 +87,8 @@ func newDemo(cfg config, out io.Writer) *demo {
 		d.names = append(d.names, name)
 		d.letters[name] = string(rune('A' + i))
 	}
+	last := 'a' + cfg.nodes - 1
+	d.pattern = fmt.Sprintf("A..%c = leader-demo-%d-%d-{a..%c}@localhost", last-'a'+'A', os.Getpid(), run, last)
 	return d
 }
 
@@ -173,8 +176,11 @@ func (l logSink) Log(m gen.MessageLog) {
 	if ok == false {
 		return
 	}
-	node := l.d.letter(source.Node)
-	line := fmt.Sprintf("%s %-8s %s", node, levelName(m.Level), fmt.Sprintf(m.Format, m.Args...))
+	text := l.d.shorten(fmt.Sprintf(m.Format, m.Args...))
+	if m.Level >= gen.LogLevelWarning {
+		text = levelName(m.Level) + ": " + text
+	}
+	line := l.d.letter(source.Node) + " " + text
 	l.d.mu.Lock()
 	l.d.logs = append(l.d.logs, line)
 	if len(l.d.logs) > 100 {
@@ -187,6 +193,17 @@ func (l logSink) Log(m gen.MessageLog) {
 }
 
 func (logSink) Terminate() {}
+
+// shorten makes a log message fit a line: node names become the table's
+// letters, and the election's prefix, the same on every line, goes.
+func (d *demo) shorten(message string) string {
+	message = strings.TrimPrefix(message, `leader "demo": `)
+	for _, name := range d.names {
+		message = strings.ReplaceAll(message, "'"+string(name)+"'", d.letter(name))
+		message = strings.ReplaceAll(message, string(name), d.letter(name))
+	}
+	return message
+}
 
 func levelName(level gen.LogLevel) string {
 	switch level {
@@ -259,72 +276,4 @@ func (d *demo) linger(ctx context.Context) {
 	case <-ctx.Done():
 	case <-time.After(d.cfg.pause):
 	}
-}
-
-// screen redraws the whole terminal until ctx is done.
-func (d *demo) screen(ctx context.Context) *sync.WaitGroup {
-	var wg sync.WaitGroup
-	if d.cfg.plain {
-		return &wg
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		ticker := time.NewTicker(100 * time.Millisecond)
-		defer ticker.Stop()
-		for {
-			d.draw()
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
-		}
-	}()
-	return &wg
-}
-
-func (d *demo) draw() {
-	var b strings.Builder
-	b.WriteString(ansiHome)
-	fmt.Fprintf(&b, "%sLeader election: %d nodes in one process, linked through per-pair TCP proxies%s   %s\n",
-		ansiBold, len(d.names), ansiReset, d.stamp(time.Now()))
-	fmt.Fprintf(&b, "%selection timeout %d-%d ms, heartbeat %d ms, MinClusterSize %d; %s = %s%s\n\n",
-		ansiDim, d.cfg.electionMin, d.cfg.electionMax, d.cfg.heartbeat, d.cfg.minSize,
-		d.letterList(d.names), strings.Replace(string(d.names[0]), "-a@", "-{a..}@", 1), ansiReset)
-
-	d.mu.Lock()
-	caption := append([]string(nil), d.caption...)
-	steps := append([]stepResult(nil), d.steps...)
-	logs := append([]string(nil), d.logs...)
-	d.mu.Unlock()
-
-	for _, line := range caption {
-		b.WriteString(" " + line + "\n")
-	}
-	b.WriteString("\n" + renderTable(d.names, d.obs.snapshot(), d.letter, true) + "\n")
-
-	events := d.obs.allEvents()
-	b.WriteString(ansiBold + "  leadership callbacks" + ansiReset + "\n")
-	for _, e := range events[max(0, len(events)-8):] {
-		fmt.Fprintf(&b, "  %s %s\n", d.stamp(e.At), describe(e, d.letter))
-	}
-	b.WriteString("\n" + ansiBold + "  log" + ansiReset + "\n")
-	for _, line := range logs[max(0, len(logs)-5):] {
-		fmt.Fprintf(&b, "  %s%s%s\n", ansiDim, clip(line, 150), ansiReset)
-	}
-	b.WriteString("\n" + ansiBold + "  results" + ansiReset + "\n")
-	for _, s := range steps {
-		fmt.Fprintf(&b, "  %s\n", summaryLine(s))
-	}
-	d.outMu.Lock()
-	io.WriteString(d.out, b.String())
-	d.outMu.Unlock()
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

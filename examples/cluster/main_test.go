@@ -32,9 +32,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestStory plays the whole in-process story with -plain and checks that
-// every step ends with one leader that all live nodes follow, and that the
-// SVG timeline is well-formed with one lane per node.
+// TestStory plays the whole in-process story and checks that every step
+// ends with one leader that all live nodes follow, and that the SVG
+// timeline is well-formed with one lane per node. It does not ask for
+// -plain: writing to a buffer, not a terminal, the demo must fall back to
+// plain lines by itself, without a single escape sequence.
 func TestStory(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "timeline.svg")
 	var out syncBuffer
@@ -44,7 +46,7 @@ func TestStory(t *testing.T) {
 	// and a stalled heartbeat there would be an election the story does not
 	// expect.
 	cfg, err := parseConfig([]string{
-		"-plain", "-pause", "0", "-timeline", svg,
+		"-pause", "0", "-timeline", svg,
 		"-election-min", "500", "-election-max", "1000", "-heartbeat", "100",
 	}, &out)
 	if err != nil {
@@ -85,6 +87,9 @@ func TestStory(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "Summary:") == false {
 		t.Errorf("no summary in the output:\n%s", out.String())
+	}
+	if i := strings.IndexByte(out.String(), '\x1b'); i >= 0 {
+		t.Errorf("escape sequence in the output to a buffer, at byte %d: %q", i, out.String()[max(0, i-40):i+10])
 	}
 
 	checkTimeline(t, svg, cfg.nodes)

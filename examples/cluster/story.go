@@ -17,6 +17,11 @@ import (
 // runDemo starts the nodes and plays the story: elect, kill the leader,
 // restart it, partition, heal, stop the leader gracefully.
 func runDemo(ctx context.Context, cfg config, out io.Writer) (report, error) {
+	// Redrawing needs a terminal; into a file or a pipe it would write
+	// thousands of frames of escapes.
+	if _, _, ok := terminalSize(out); ok == false {
+		cfg.plain = true
+	}
 	d := newDemo(cfg, out)
 	cluster, err := lab.New(d.names, lab.Options{Cookie: cfg.cookie, Node: d.nodeOptions, Setup: d.setup, Drop: cfg.cut == "drop"})
 	if err != nil {
@@ -46,18 +51,24 @@ func runDemo(ctx context.Context, cfg config, out io.Writer) (report, error) {
 		d.phases[n-1].End = time.Now()
 	}
 	d.mu.Unlock()
-	// The last frame shows the cluster as the story left it, not the teardown.
+	r := report{Steps: d.steps, Elapsed: time.Since(d.start)}
+	summary := d.summary(r.Elapsed)
 	stopDrawing()
 	drawing.Wait()
 	if cfg.plain == false {
-		d.draw()
+		// The last frame shows the cluster as the story left it, not the
+		// teardown, and leaves room below for the summary (and the line
+		// naming the timeline), so that the table stays on the screen.
+		cols, _, _ := terminalSize(out)
+		summary = wrapAll(summary, cols-1)
+		d.draw(len(summary) + 2)
+		d.printf("%s", ansiShowCursor)
 	}
 	cluster.Close()
 	stopWatching()
 	polling.Wait()
 
-	r := report{Steps: d.steps, Elapsed: time.Since(d.start)}
-	d.printf("\n%s", d.summary(r.Elapsed))
+	d.printf("%s", strings.Join(summary, "\n"))
 	if cfg.timeline != "" {
 		if err := writeTimeline(cfg.timeline, d); err != nil {
 			return r, errors.Join(storyErr, fmt.Errorf("timeline: %w", err))
@@ -285,7 +296,7 @@ func (d *demo) partition(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", title, err)
 	}
 	r := stepResult{Key: "c", Title: title, Leader: d.letter(a.Leader), Term: a.Term, OK: true, Kept: kept && a == before,
-		Measured: fmt.Sprintf("leader kept term %d for %s; minority elected nobody (pre-vote rounds %s)",
+		Measured: fmt.Sprintf("kept term %d for %s; minority elected nobody (pre-vote rounds %s)",
 			a.Term, ms(hold), strings.Join(preVotes, " "))}
 	if r.Kept == false {
 		r.Leader = d.letter(before.Leader) + " -> " + d.letter(a.Leader)
@@ -363,23 +374,19 @@ func verdict(s stepResult) string {
 	return "ok"
 }
 
-func summaryLine(s stepResult) string {
-	return fmt.Sprintf("%-3s %-36s %-7s %4d  %-6s %s", s.Key+".", s.Title, s.Leader, s.Term, verdict(s), s.Measured)
-}
-
-func (d *demo) summary(elapsed time.Duration) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Summary: %d nodes, election timeout %d-%d ms, heartbeat %d ms, MinClusterSize %d\n",
-		len(d.names), d.cfg.electionMin, d.cfg.electionMax, d.cfg.heartbeat, d.cfg.minSize)
-	fmt.Fprintf(&b, "  %-3s %-36s %-7s %4s  %-6s %s\n", "", "step", "leader", "term", "", "measured")
+// summary is the closing report, two lines a step (and a third for a slow
+// one), so that it fits an 80-column terminal.
+func (d *demo) summary(elapsed time.Duration) []string {
+	lines := []string{"", fmt.Sprintf("Summary: %d nodes, timeouts %d-%d ms, heartbeat %d ms, MinClusterSize %d",
+		len(d.names), d.cfg.electionMin, d.cfg.electionMax, d.cfg.heartbeat, d.cfg.minSize)}
+	const indent = "      "
 	for _, s := range d.steps {
-		b.WriteString("  " + summaryLine(s) + "\n")
-	}
-	for _, s := range d.steps {
+		lines = append(lines,
+			fmt.Sprintf("  %-4s%-7s%-30s leader %-7s term %d", s.Key+".", verdict(s), s.Title, s.Leader, s.Term),
+			indent+s.Measured)
 		if verdict(s) == "SLOW" {
-			fmt.Fprintf(&b, "  %-3s %s\n", s.Key+".", demokit.SlowNote(d.cfg.electionMax, s.Extra))
+			lines = append(lines, indent+demokit.SlowNote(d.cfg.electionMax, s.Extra))
 		}
 	}
-	fmt.Fprintf(&b, "  whole story: %s", ms(elapsed))
-	return b.String()
+	return append(lines, "  whole story: "+ms(elapsed))
 }

@@ -7,13 +7,19 @@ import (
 	"ergo.services/ergo/gen"
 )
 
-// ANSI escapes for the redrawn screen; -plain uses none of them.
+// ANSI escapes for the redrawn screen; plain output uses none of them.
 const (
-	ansiHome  = "\x1b[H\x1b[2J" // cursor home, clear screen
-	ansiReset = "\x1b[0m"
-	ansiBold  = "\x1b[1m"
-	ansiDim   = "\x1b[2m"
+	ansiHome       = "\x1b[H" // cursor to the top left: a frame overwrites the last one
+	ansiClearLine  = "\x1b[K" // clear to the end of the line
+	ansiClearBelow = "\x1b[J" // clear to the end of the screen
+	ansiHideCursor = "\x1b[?25l"
+	ansiShowCursor = "\x1b[?25h"
+	ansiReset      = "\x1b[0m"
+	ansiBold       = "\x1b[1m"
+	ansiDim        = "\x1b[2m"
 )
+
+var verdictColor = map[string]string{"ok": "\x1b[32m", "SLOW": "\x1b[1;33m", "FAILED": "\x1b[1;31m"}
 
 var roleColor = map[string]string{
 	"leader":      "\x1b[1;32m",

@@ -27,9 +27,9 @@ func Slow(took time.Duration, electionMax int, extra time.Duration) bool {
 
 // SlowNote explains a flagged figure in a summary.
 func SlowNote(electionMax int, extra time.Duration) string {
-	note := fmt.Sprintf("SLOW: above %s (%d x ElectionTimeoutMax %d ms", SlowLimit(electionMax, extra), SlowFactor, electionMax)
+	note := fmt.Sprintf("SLOW: above %s = %d x ElectionTimeoutMax", SlowLimit(electionMax, extra), SlowFactor)
 	if extra > 0 {
-		note += fmt.Sprintf(" + %s", extra)
+		note += " + " + extra.String()
 	}
-	return note + "): not the election's time - the machine stalled, or something held the nodes up"
+	return note + ": not the election's time (a stall? a blocked start?)"
 }
