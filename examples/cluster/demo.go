@@ -34,6 +34,7 @@ type demo struct {
 	caption []string     // what the current step is doing
 	steps   []stepResult // finished steps
 	phases  []phase      // the story's steps on the timeline
+	marks   []mark       // what the story did to the nodes, for the timeline
 	logs    []string     // recent log lines of the nodes
 	over    atomic.Bool  // the story has ended; the nodes are being stopped
 }
@@ -61,6 +62,22 @@ type phase struct {
 	Key        string
 	Label      string
 	Start, End time.Time
+}
+
+// mark is something the story did to the nodes - a kill, a stop, a restart,
+// a cut, a heal - with what it measured, drawn on the timeline apart from
+// the promotions it caused.
+type mark struct {
+	Kind  string // "kill", "stop", "restart", "cut", "heal"
+	At    time.Time
+	Label string // "kill C: failover 7 ms"
+}
+
+// addMark records a mark for the timeline.
+func (d *demo) addMark(kind string, at time.Time, format string, args ...any) {
+	d.mu.Lock()
+	d.marks = append(d.marks, mark{Kind: kind, At: at, Label: fmt.Sprintf(format, args...)})
+	d.mu.Unlock()
 }
 
 // report is what a run of the story produced, for the tests.

@@ -144,6 +144,15 @@ func ms(d time.Duration) string {
 	return d.Round(time.Millisecond).String()
 }
 
+// msText is a short gap in milliseconds, "7 ms", with a decimal below 10.
+func msText(d time.Duration) string {
+	v := float64(d) / float64(time.Millisecond)
+	if v < 10 {
+		return fmt.Sprintf("%.1f ms", v)
+	}
+	return fmt.Sprintf("%.0f ms", v)
+}
+
 // (a) Every node starts as a follower; one election timer fires first.
 func (d *demo) firstElection(ctx context.Context) error {
 	d.begin("a", "first election", "Waiting for a leader: every node starts as a follower and campaigns when its randomised election timer fires.")
@@ -170,6 +179,7 @@ func (d *demo) killLeader(ctx context.Context) error {
 		return err
 	}
 	first, _ := d.obs.firstLeader(t0, old.Leader)
+	d.addMark("kill", t0, "kill %s: failover %s", d.letter(old.Leader), msText(first.At.Sub(t0)))
 	d.finish(stepResult{Key: "b", Title: fmt.Sprintf("leader %s killed (StopForce)", d.letter(old.Leader)),
 		Leader: d.letter(old.Leader) + " -> " + d.letter(a.Leader), Term: a.Term, OK: true,
 		Measured: fmt.Sprintf("failover %s to a new leader, all %d survivors follow after %s", ms(first.At.Sub(t0)), len(survivors), ms(at.Sub(t0))),
@@ -190,6 +200,7 @@ func (d *demo) restart(ctx context.Context) error {
 	if _, err := d.cluster.Start(down); err != nil {
 		return err
 	}
+	d.addMark("restart", t0, "restart %s", d.letter(down))
 	a, at, err := d.waitAgreed(ctx, d.names, t0, func(agreement) bool { return d.obs.viewsAre(d.names, len(d.names), t0) })
 	if err != nil {
 		return err
@@ -224,6 +235,7 @@ func (d *demo) partition(ctx context.Context) error {
 
 	t0 := time.Now()
 	d.cluster.Partition(majority, minority)
+	d.addMark("cut", t0, "cut: every link %s - %s", d.letterList(majority), d.letterList(minority))
 	// Long enough for the minority to campaign, and fail, several times.
 	hold := max(d.cfg.pause, 4*time.Duration(d.cfg.electionMax)*time.Millisecond)
 	deadline := t0.Add(hold)
@@ -312,6 +324,7 @@ func (d *demo) heal(ctx context.Context) error {
 	d.begin("d", "heal", "Healing the partition: the probes get through again, views grow back to %d, one leader remains.", len(d.names))
 	t0 := time.Now()
 	d.cluster.Heal()
+	d.addMark("heal", t0, "heal: links restored")
 	a, at, err := d.waitAgreed(ctx, d.names, t0, func(agreement) bool { return d.obs.viewsAre(d.names, len(d.names), t0) })
 	if err != nil {
 		return err
@@ -343,6 +356,7 @@ func (d *demo) gracefulStop(ctx context.Context) error {
 		return fmt.Errorf("node %s did not stop within %s", d.letter(old.Leader), d.timeout())
 	}
 	first, _ := d.obs.firstLeader(t0, old.Leader)
+	d.addMark("stop", t0, "stop %s: handover %s", d.letter(old.Leader), msText(first.At.Sub(t0)))
 	gap := fmt.Sprintf("handover gap %s to a new leader, all %d survivors follow after %s", ms(first.At.Sub(t0)), len(survivors), ms(at.Sub(t0)))
 	d.finish(stepResult{Key: "e", Title: fmt.Sprintf("leader %s stopped gracefully", d.letter(old.Leader)),
 		Leader: d.letter(old.Leader) + " -> " + d.letter(a.Leader), Term: a.Term, OK: true, Measured: gap, Took: at.Sub(t0)})
