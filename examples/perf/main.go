@@ -14,6 +14,11 @@
 //	go run ./examples/perf -only crash,heal -out docs/performance.md
 //	go run ./examples/perf -quick                           # a smoke run, seconds
 //	go run ./examples/perf -only scale -cpuprofile scale.pprof
+//	go run ./examples/perf -replot docs/failover.svg -out docs/performance.md
+//
+// The failover plot (section 1's distributions, and dashed beside them the
+// fast-failover-off percentiles of section 1b) keeps its samples, so
+// -replot draws it again, measuring nothing.
 //
 // A run with -only replaces its own sections of an existing report and
 // keeps the rest, including the sections written elsewhere (the
@@ -77,11 +82,20 @@ func run(p *plan) (*report, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// Section 1b (fast failover off) is written by a test of package
+	// leader into the report; the plot draws it beside section 1.
+	var existing []byte
+	if p.out != "" {
+		existing, _ = os.ReadFile(p.out) // none yet: a plot without it
+	}
+	if p.replot != "" {
+		return replot(p, offCurves(string(existing)))
+	}
 	r.sections = append(r.sections, headerSection(p))
 	if p.wants("crash") {
 		s, rows, results := runCrash(p)
 		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)
-		r.svg = failoverSVG(results)
+		r.svg = failoverSVG(results, offCurves(string(existing)))
 	}
 	if p.wants("handover") {
 		s, rows := runHandover(p)
@@ -137,6 +151,25 @@ func run(p *plan) (*report, error) {
 		}
 	}
 	return r, nil
+}
+
+// replot draws the failover plot again from the samples of an earlier one:
+// a change of the figure, or a new section 1b, needs no new measurement.
+func replot(p *plan, off []offCurve) (*report, error) {
+	old, err := os.ReadFile(p.replot)
+	if err != nil {
+		return nil, err
+	}
+	results, err := replotResults(old)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.replot, err)
+	}
+	r := &report{svg: failoverSVG(results, off), svgPath: p.svg}
+	if r.svgPath == "" {
+		r.svgPath = p.replot
+	}
+	r.markdown = fmt.Sprintf("failover plot of %d cluster sizes (%d fast-failover-off curves from section 1b) written to %s\n", len(results), len(off), r.svgPath)
+	return r, os.WriteFile(r.svgPath, r.svg, 0o644)
 }
 
 func headerSection(p *plan) section {

@@ -15,6 +15,7 @@ type plan struct {
 	ctx     context.Context // cancelled by Ctrl-C: stop early, write nothing
 	out     string          // markdown file to write; "" prints only
 	svg     string          // failover plot; "" next to out
+	replot  string          // an earlier failover plot to draw again, measuring nothing
 	quick   bool
 	long    bool
 	only    map[string]bool // section ids; empty = all
@@ -52,6 +53,7 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 	fs.SetOutput(log)
 	fs.StringVar(&p.out, "out", "", "write the report to this markdown file (sections not measured are kept from it)")
 	fs.StringVar(&p.svg, "svg", "", "write the failover plot here (default: failover.svg next to -out)")
+	fs.StringVar(&p.replot, "replot", "", "measure nothing: draw the failover plot again from the samples in this SVG (one this program wrote) and section 1b of -out, to -svg (default: the same file); -out is only read")
 	fs.BoolVar(&p.quick, "quick", false, "tiny run counts and short windows: a smoke run, not figures")
 	fs.BoolVar(&p.long, "long", false, "also run the steady state for -long-for and compare allocations per round minute by minute (section long)")
 	fs.DurationVar(&p.longFor, "long-for", 10*time.Minute, "length of the -long steady-state run")
