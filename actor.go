@@ -156,12 +156,15 @@ type Actor struct {
 	cancels      [numTimers]gen.CancelFunc
 	kind         gen.ProcessKind
 
-	dialerPID gen.PID                    // the helper that connects to unreachable nodes (dialer.go)
-	dialing   map[gen.Atom]bool          // nodes it is connecting to now
-	watchers  map[gen.Atom]gen.PID       // per member node, the helper that monitors its processes (watcher.go)
-	watching  map[gen.PID]gen.Atom       // the same, by the helper's PID
-	held      map[gen.Atom][]heldMessage // sends waiting for the dialer (dialer.go)
-	losses    *lossBoard                 // connection losses as the watcher saw them
+	dialerPID    gen.PID                    // the helper that connects to unreachable nodes (dialer.go)
+	hub          gen.PID                    // the node's liveness hub, once joined (hub.go)
+	slot         *slot                      // what this actor shares with the hub (coalesce.go)
+	noCoalescing bool                       // Options.DisableCoalescing
+	dialing      map[gen.Atom]bool          // nodes it is connecting to now
+	watchers     map[gen.Atom]gen.PID       // per member node, the helper that monitors its processes (watcher.go)
+	watching     map[gen.PID]gen.Atom       // the same, by the helper's PID
+	held         map[gen.Atom][]heldMessage // sends waiting for the dialer (dialer.go)
+	losses       *lossBoard                 // connection losses as the watcher saw them
 
 	// Injected by the deterministic simulator; production uses the wall
 	// clock and a randomly seeded source.
@@ -215,10 +218,10 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 
 	a.losses = &lossBoard{}
+	a.noCoalescing = options.DisableCoalescing
 	a.state = newElection(cfg, a.PID(), a.Name(), a.rng, a.Log())
 	a.state.switches = a.switches
 	a.state.start(a.clock())
-	a.registerEvent()
 	for _, peer := range a.pendingJoins {
 		a.state.join(peer)
 	}
@@ -265,12 +268,21 @@ func (a *Actor) ProcessRun() (reason error) {
 			}
 		}()
 	}
+	if a.events.tried == false {
+		// the framework registers events of running processes only
+		a.events.tried = true
+		a.registerEvent()
+		a.joinHub()
+	}
 	for {
 		if a.State() != gen.ProcessStateRunning {
 			return gen.TerminateReasonKill
 		}
 		var err error
 		started := a.clock()
+		// the hub acts for this actor only between its steps (coalesce.go)
+		a.state.now = started
+		a.state.settleShared()
 		if message, ok := a.pop(); ok {
 			// A leader whose lease ran out while it was busy or stalled
 			// stands down before it handles anything else (lease.go).
@@ -287,10 +299,14 @@ func (a *Actor) ProcessRun() (reason error) {
 				err = a.behavior.HandleLog(entry)
 			}
 		} else {
+			a.state.shareState()
 			return nil
 		}
 		if err == nil {
 			err = a.flush()
+		}
+		if err == nil {
+			a.state.shareState()
 		}
 		if step := a.clock().Sub(started); step > a.state.longestStep {
 			a.state.longestStep = step
@@ -363,6 +379,9 @@ func (a *Actor) dispatch(message *gen.MailboxMessage) error {
 func (a *Actor) handleRegular(from gen.PID, message any) error {
 	now := a.clock()
 	switch m := message.(type) {
+	case hubJoined, hubBeat, hubCarryLost, hubRetry:
+		a.handleHub(from, message)
+		return nil
 	case dialResult:
 		if from != a.dialerPID {
 			a.state.drop("foreign_dial_result")
@@ -385,9 +404,12 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		a.watched(now, m)
 		return nil
 	case gen.MessageDownPID:
-		// The actor monitors nothing itself (the watcher does), so a down
-		// for a member's process here was not sent by the framework for
-		// the election: counted and dropped, it cannot shrink the view.
+		if from == m.PID && a.hubDown(m.PID) {
+			return nil
+		}
+		// The actor monitors nothing else itself (the watcher does), so a
+		// down for a member's process here was not sent by the framework
+		// for the election: counted and dropped, it cannot shrink the view.
 		if a.state.isMemberPID(m.PID) {
 			a.state.drop("foreign_down")
 			return nil

@@ -13,7 +13,11 @@ import (
 // leader-only action with it; a step that takes long should check
 // LeaseExpiry before it starts and again before it commits.
 func (a *Actor) IsLeader() bool {
-	return a.state != nil && a.state.leadingWhere(a.clock(), a.stillConnected)
+	if a.state == nil {
+		return false
+	}
+	a.state.importShared(false) // what the node's hub recorded for it counts too
+	return a.state.leadingWhere(a.clock(), a.stillConnected)
 }
 
 // stillConnected reports whether m's acknowledgements may still count: its

@@ -152,8 +152,14 @@ type election struct {
 	votedFor      gen.PID
 	leader        gen.PID
 	termChangedAt time.Time
-	startedAt     time.Time           // when this actor started: see quietPeriod
-	stats         stats               // what operators chart (stats.go)
+	startedAt     time.Time // when this actor started: see quietPeriod
+	stats         stats     // what operators chart (stats.go)
+
+	// coalesced liveness (coalesce.go): nil without a hub
+	shared        *slot
+	carried       map[gen.Atom]bool // nodes the hub carries this leader's rounds to
+	grantedFollow gen.PID           // what the last shareState allowed the hub
+	grantedLead   uint64
 	floorTerms    map[gen.Atom]uint64 // terms heard since start, until the floor is known (lease.go)
 	floorKnown    bool
 	restarted     bool   // a peer knew an earlier process of this actor

@@ -45,6 +45,7 @@ func EventName(clusterID string) gen.Atom { return gen.Atom("leader." + clusterI
 
 // publisher publishes the actor's Leadership event.
 type publisher struct {
+	tried bool // registration was attempted, at the actor's first run
 	name  gen.Atom
 	token gen.Ref
 	ok    bool
@@ -53,13 +54,15 @@ type publisher struct {
 }
 
 // registerEvent registers the leadership event and publishes the initial
-// state. An actor that cannot register it works all the same.
+// state, when the actor first runs (the framework refuses to register an
+// event during ProcessInit). An actor that cannot register it works all
+// the same.
 func (a *Actor) registerEvent() {
 	name := EventName(a.state.cfg.clusterID)
 	token, err := a.RegisterEvent(name, gen.EventOptions{Buffer: 1})
 	switch {
 	case err == nil:
-		a.events = publisher{name: name, token: token, ok: true}
+		a.events = publisher{tried: true, name: name, token: token, ok: true}
 		a.publish()
 	case errors.Is(err, gen.ErrTaken):
 		a.Log().Warning("leader %q: another process on this node already publishes the event %q, so this actor publishes no leadership events; run one actor per node and ClusterID", a.state.cfg.clusterID, name)

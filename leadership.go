@@ -116,19 +116,44 @@ func (e *election) reachedMembers() int {
 
 // sendHeartbeats goes to members that have answered (their PID is known);
 // a declared peer that never replied is probed by name instead, now and then.
+//
+// Members whose node the liveness hub carries this leader's rounds to get
+// them from the hub (coalesce.go). While the hub carries all of them, the
+// leader's own tick only keeps up its chores (probes, silent connections),
+// at ElectionTimeoutMin; its lease timer wakes it anyway.
 func (e *election) sendHeartbeats() {
-	e.openRound(e.round + 1)
-	hb := msgHeartbeat{ClusterID: e.cfg.clusterID, Term: e.term, Leader: e.self, Round: e.round}
+	// round 2, the first after the votes, announces the leadership to
+	// everyone directly, before the hub takes over
+	announce := e.round < 2
+	var direct []*member
 	for _, m := range e.sortedMembers() {
 		switch {
-		case m.pid != (gen.PID{}):
-			e.send(m, hb)
-		case e.now.Before(m.nextProbe) == false:
+		case m.pid != (gen.PID{}) && (announce || e.carriedTo(m) == false):
+			direct = append(direct, m)
+		case m.pid == (gen.PID{}) && e.now.Before(m.nextProbe) == false:
 			e.probe(m)
 		}
 	}
-	e.lastHeartbeatOut = e.now
-	e.armTimer(timerHeartbeat, e.cfg.heartbeatInterval)
+	next := e.cfg.heartbeatInterval
+	if len(direct) > 0 || e.shared == nil {
+		e.openRound(e.round + 1)
+		hb := msgHeartbeat{ClusterID: e.cfg.clusterID, Term: e.term, Leader: e.self, Round: e.round}
+		for _, m := range direct {
+			e.send(m, hb)
+		}
+		e.lastHeartbeatOut = e.now
+	} else {
+		next = e.cfg.electionTimeoutMin
+	}
+	e.armTimer(timerHeartbeat, next)
+}
+
+// heartbeatNow makes a leader send its next round at once: the hub no
+// longer carries it to some node, or there is no hub any more.
+func (e *election) heartbeatNow() {
+	if e.role == roleLeader && e.unpublished == false {
+		e.armTimer(timerHeartbeat, 0)
+	}
 }
 
 // stepDown relinquishes leadership without being told to.

@@ -219,14 +219,20 @@ func (e *election) grantRefusal(handover bool, requester gen.PID) (string, gen.P
 // openRound starts heartbeat round n of the current term, sent now.
 func (e *election) openRound(n uint64) {
 	e.round = n
-	// Rounds older than a lease cannot make one; keep the newest few.
+	e.keepRecentRounds()
+	e.roundSent = append(e.roundSent, roundStamp{round: n, at: e.now})
+}
+
+// keepRecentRounds forgets the rounds sent longer than a lease ago: they
+// cannot make one.
+func (e *election) keepRecentRounds() {
 	keep := e.roundSent[:0]
 	for _, s := range e.roundSent {
 		if e.now.Sub(s.at) < e.leaseDuration() {
 			keep = append(keep, s)
 		}
 	}
-	e.roundSent = append(keep, roundStamp{round: n, at: e.now})
+	e.roundSent = keep
 }
 
 // sentAt returns when round n of the current term was sent.

@@ -62,6 +62,16 @@ type Options struct {
 	// before it is dropped. Default 5000. It bounds how long a gone peer keeps
 	// inflating quorum; it is not a safety control (MinClusterSize is).
 	GhostTTL int
+
+	// DisableCoalescing makes this election send and answer its own
+	// heartbeats. By default the heartbeats of all the elections on a node
+	// travel through the node's liveness hub (a process registered as
+	// "leader_liveness", started by the first election actor on the node),
+	// in one message per other node and interval, however many elections
+	// share the nodes; the guarantees are the same either way. Disable it
+	// only to compare the two, or when one election per node is all you run
+	// and you want no extra process.
+	DisableCoalescing bool
 }
 
 // config is Options resolved: defaults applied, durations typed.

@@ -307,6 +307,9 @@ func (s *simulator) send(from gen.PID, to any, message any) error {
 		desc = fmt.Sprintf("%s -> %v: %s", from.Node, dst, describe(message))
 	}
 	if dst == from.Node {
+		if s.process(to) == nil {
+			return gen.ErrProcessUnknown // as the framework reports a local send
+		}
 		s.after(0, "", func() {
 			if p := s.process(to); p != nil {
 				s.note("deliver %s", desc)
@@ -485,6 +488,10 @@ func describe(message any) string {
 		return fmt.Sprintf("HelloReply{t%d}", m.Term)
 	case msgTimeoutNow:
 		return fmt.Sprintf("TimeoutNow{t%d}", m.Term)
+	case msgBeats:
+		return fmt.Sprintf("Beats{%d}", len(m.Beats))
+	case msgBeatAcks:
+		return fmt.Sprintf("BeatAcks{%d}", len(m.Acks))
 	}
 	return fmt.Sprintf("%T", message)
 }
@@ -532,10 +539,16 @@ func (p *simProcess) Spawn(factory gen.ProcessFactory, options gen.ProcessOption
 	return child.pid, nil
 }
 
-// pause stops the process from running for d, as a long GC pause or a
-// blocked callback would; then it drains everything that queued up.
+// pause stops the process from running for d, as a blocked callback or a
+// long pause of its goroutine would; then it drains everything that queued
+// up. An election actor is then in the middle of a step, so what it shared
+// with the node's liveness hub is withdrawn, as at the start of every step
+// (coalesce.go): the hub does not answer or renew for it meanwhile.
 func (p *simProcess) pause(d time.Duration) {
 	p.paused = true
+	if a, ok := p.behavior.(interface{ stepBegins() }); ok {
+		a.stepBegins()
+	}
 	p.sim.note("STALL %s for %s", p.pid.Node, d)
 	p.sim.after(d, "RESUME "+string(p.pid.Node), func() {
 		p.paused = false
@@ -698,6 +711,19 @@ type simGenNode struct {
 func (n simGenNode) Name() gen.Atom       { return n.name }
 func (n simGenNode) PID() gen.PID         { return simCorePID(n.sim.nodes[n.name]) }
 func (n simGenNode) Network() gen.Network { return simGenNetwork{self: n.name, sim: n.sim} }
+
+// SpawnRegister starts a named process on the node (the liveness hub).
+func (n simGenNode) SpawnRegister(name gen.Atom, factory gen.ProcessFactory, options gen.ProcessOptions, args ...any) (gen.PID, error) {
+	node := n.sim.nodes[n.name]
+	if _, taken := node.names[name]; taken {
+		return gen.PID{}, gen.ErrTaken
+	}
+	p, err := n.sim.spawnChild(node, name, factory(), simCorePID(node), args...)
+	if err != nil {
+		return gen.PID{}, err
+	}
+	return p.pid, nil
+}
 
 type simGenNetwork struct {
 	gen.Network

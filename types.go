@@ -116,6 +116,10 @@ func NetworkTypes() []any {
 		msgHeartbeat{},
 		msgHeartbeatAck{},
 		msgTimeoutNow{},
+		beatEntry{},
+		beatAck{},
+		msgBeats{},
+		msgBeatAcks{},
 		Leadership{},
 	}
 }
@@ -125,6 +129,37 @@ func NetworkTypes() []any {
 // RegisterErrors) so your setup stays correct if that changes.
 func ErrorTypes() []error {
 	return []error{}
+}
+
+// msgBeats carries, from one node's liveness hub to another's, one
+// heartbeat round of every election the first node leads with followers on
+// the second (hub.go). It is answered with msgBeatAcks, even when empty, so
+// the sender knows the hub is there.
+type msgBeats struct {
+	Beats []beatEntry
+}
+
+// beatEntry is one election's round in msgBeats: msgHeartbeat's content.
+type beatEntry struct {
+	ClusterID string
+	Term      uint64
+	Leader    gen.PID
+	Round     uint64
+}
+
+// msgBeatAcks answers msgBeats with the acknowledgements the receiving hub
+// was allowed to give for its node's followers.
+type msgBeatAcks struct {
+	Acks []beatAck
+}
+
+// beatAck is one follower's acknowledgement in msgBeatAcks: msgHeartbeatAck's
+// content, with the follower named because the hub sends it.
+type beatAck struct {
+	ClusterID string
+	Term      uint64
+	Round     uint64
+	Follower  gen.PID
 }
 
 // header is what every protocol message shares.

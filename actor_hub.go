@@ -1,0 +1,95 @@
+package leader
+
+import (
+	"errors"
+
+	"ergo.services/ergo/gen"
+)
+
+// The actor's side of the node's liveness hub (hub.go, coalesce.go).
+
+// hubRetry reminds the actor to join a hub again after its hub failed.
+type hubRetry struct{}
+
+// joinHub offers this actor's slot to the node's hub, starting the hub if
+// the node has none. Without a hub the actor works per election, as if
+// coalescing were disabled.
+func (a *Actor) joinHub() {
+	if a.noCoalescing {
+		return
+	}
+	if a.slot == nil {
+		a.slot = &slot{cluster: a.state.cfg.clusterID, actor: a.PID(), interval: a.state.cfg.heartbeatInterval}
+	}
+	to := gen.ProcessID{Name: hubName, Node: a.Node().Name()}
+	err := a.Send(to, hubJoin{Slot: a.slot})
+	if err == nil {
+		return
+	}
+	_, spawnErr := a.Node().SpawnRegister(hubName, factoryHub, gen.ProcessOptions{}, a.clock)
+	if spawnErr != nil && errors.Is(spawnErr, gen.ErrTaken) == false {
+		a.Log().Warning("leader %q: cannot start the node's liveness hub (%s); this election sends its own heartbeats, which costs more when many elections share the nodes", a.state.cfg.clusterID, spawnErr)
+		return
+	}
+	if err := a.Send(to, hubJoin{Slot: a.slot}); err != nil {
+		a.Log().Warning("leader %q: cannot reach the node's liveness hub (%s); this election sends its own heartbeats", a.state.cfg.clusterID, err)
+	}
+}
+
+// handleHub handles the hub's messages; false if message is not one.
+func (a *Actor) handleHub(from gen.PID, message any) bool {
+	switch m := message.(type) {
+	case hubJoined:
+		if from.Node != a.Node().Name() || a.slot == nil || from == a.hub {
+			return true
+		}
+		if err := a.Monitor(from); err != nil {
+			return true // it is gone again; its down is on the way
+		}
+		a.hub = from
+		a.state.shared = a.slot
+	case hubBeat:
+		if from != a.hub || from == (gen.PID{}) {
+			a.state.drop("foreign_hub_message")
+			return true
+		}
+		a.state.receive(a.clock(), m.Leader, msgHeartbeat{ClusterID: m.ClusterID, Term: m.Term, Leader: m.Leader, Round: m.Round})
+	case hubCarryLost:
+		if from != a.hub || from == (gen.PID{}) {
+			a.state.drop("foreign_hub_message")
+			return true
+		}
+		a.state.heartbeatNow()
+	case hubRetry:
+		if from == a.PID() && a.hub == (gen.PID{}) {
+			a.joinHub()
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// hubDown handles the down of the hub: back to per-election messages, and
+// a new hub a moment later.
+func (a *Actor) hubDown(pid gen.PID) bool {
+	if pid != a.hub || pid == (gen.PID{}) {
+		return false
+	}
+	a.hub = gen.PID{}
+	a.state.settleShared()
+	a.state.shared, a.state.carried = nil, nil
+	a.slot = nil
+	a.state.heartbeatNow()
+	a.Log().Warning("leader %q: the node's liveness hub stopped; this election sends its own heartbeats until a new hub takes over", a.state.cfg.clusterID)
+	a.SendAfter(a.PID(), hubRetry{}, a.state.cfg.electionTimeoutMin)
+	return true
+}
+
+// stepBegins withdraws what the actor shares with its hub, as the start of
+// a step does (the simulator calls it when it stalls the actor mid-step).
+func (a *Actor) stepBegins() {
+	if a.state != nil {
+		a.state.settleShared()
+	}
+}

@@ -1,0 +1,244 @@
+package leader
+
+import (
+	"sync"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// Coalesced liveness: the election side.
+//
+// Many elections often share the same few nodes (one election per shard,
+// tenant or queue). Their heartbeats and acknowledgements, one message per
+// follower per interval each, would cost in proportion to the number of
+// elections. Instead, every node runs one liveness hub (hub.go) that carries
+// the heartbeat rounds of all the elections it hosts to each other node in
+// one message per interval, and brings the acknowledgements back the same
+// way. Votes, pre-votes, handovers and membership stay per election: they
+// are rare, and they are where the election's decisions are made.
+//
+// What the hub may do for an actor is granted by the actor and held in the
+// actor's slot, a small table the two share (they are goroutines of one OS
+// process, hence the mutex):
+//
+//   - A follower grants "acknowledge the rounds of leader L at term T for
+//     me" exactly when its own rules would acknowledge them with a round
+//     that counts toward L's lease (follower of L at T, no pre-vote of its
+//     own, no promise to another leader). The hub then answers L's rounds
+//     on its behalf and notes when it did.
+//   - A leader grants "open heartbeat rounds of term T for me, to these
+//     followers". The hub opens one round per interval for it, notes each
+//     round's send time, and records the acknowledgements that come back.
+//
+// The actor takes every permission back at the start of each step it runs
+// (settleShared), under the slot's lock, and reads what the hub recorded:
+// an acknowledgement the hub sent for it becomes the same promise as one it
+// sent itself (lease.go), dated when the hub sent it; the rounds the hub
+// opened and the acks they got feed the lease as the actor's own do. Only
+// at the end of the step does it grant again what its state then allows
+// (shareState). So the hub never speaks for an actor that is deciding
+// something, and every decision sees everything the hub did for it: the
+// lease argument holds unchanged, with the hub's sends counted as the
+// actor's. A follower whose leader is alive is not woken at all between its
+// election timeouts, nor a leader between lease checks.
+//
+// When there is no hub (it failed, or coalescing is disabled), or the other
+// node has none, the actor sends and answers per election, as it would
+// alone.
+
+// slot is what one actor and its node's hub share.
+type slot struct {
+	mu sync.Mutex
+
+	// written once at join
+	cluster  string
+	actor    gen.PID
+	interval time.Duration // the actor's HeartbeatInterval
+
+	// granted by the actor (shareState), withdrawn by settleShared
+	follow     gen.PID // acknowledge this leader's rounds for the actor; zero: do not
+	followTerm uint64
+	lead       bool // open rounds for the actor
+	leadTerm   uint64
+	followers  map[gen.Atom]gen.PID // where the rounds go: the members whose process is known
+	round      uint64               // the newest round number of leadTerm, the actor's or the hub's
+
+	// recorded by the hub, read by the actor
+	beatAt    time.Time           // when the hub last acknowledged follow's round for the actor
+	rounds    []roundStamp        // rounds of leadTerm the hub opened
+	acks      map[gen.Atom]uint64 // newest round of leadTerm each follower node acknowledged through the hubs
+	ackAt     map[gen.Atom]time.Time
+	carried   map[gen.Atom]bool // follower nodes whose hub the rounds reach
+	carriedAt time.Time         // when carried last changed
+}
+
+// sharedView is what the election state reads from its slot at the start
+// of a step.
+type sharedView struct {
+	beatAt  time.Time
+	rounds  []roundStamp
+	acks    map[gen.Atom]uint64
+	ackAt   map[gen.Atom]time.Time
+	carried map[gen.Atom]bool
+}
+
+// settle withdraws every permission, if withdraw, and returns what the hub
+// recorded.
+func (s *slot) settle(withdraw bool) sharedView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if withdraw {
+		s.follow, s.followTerm = gen.PID{}, 0
+		s.lead = false
+	}
+	v := sharedView{beatAt: s.beatAt, rounds: s.rounds, acks: make(map[gen.Atom]uint64, len(s.acks)),
+		ackAt: make(map[gen.Atom]time.Time, len(s.ackAt)), carried: make(map[gen.Atom]bool, len(s.carried))}
+	s.rounds = nil
+	for k, r := range s.acks {
+		v.acks[k] = r
+	}
+	for k, t := range s.ackAt {
+		v.ackAt[k] = t
+	}
+	for k, c := range s.carried {
+		v.carried[k] = c
+	}
+	return v
+}
+
+// grant is what an actor allows its hub until its next step.
+type grant struct {
+	follow     gen.PID
+	followTerm uint64
+	lead       bool
+	leadTerm   uint64
+	followers  map[gen.Atom]gen.PID
+	round      uint64
+}
+
+// share installs the actor's grant.
+func (s *slot) share(g grant) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.follow, s.followTerm = g.follow, g.followTerm
+	if g.leadTerm != s.leadTerm {
+		// a new term: rounds and acks of the old one mean nothing now
+		s.rounds, s.acks, s.ackAt = nil, nil, nil
+		s.leadTerm, s.round = g.leadTerm, 0
+	}
+	s.lead = g.lead
+	s.followers = g.followers
+	s.round = max(s.round, g.round)
+}
+
+// settleShared is the start of every step: the hub's permissions are taken
+// back, and what it did under them becomes part of the state.
+func (e *election) settleShared() { e.importShared(true) }
+
+// importShared reads what the hub recorded into the state; with withdraw,
+// the hub's permissions end first (the start of a step). IsLeader reads
+// without withdrawing: a lease renewed through the hub counts at once.
+func (e *election) importShared(withdraw bool) {
+	if e.shared == nil {
+		return
+	}
+	v := e.shared.settle(withdraw)
+	e.carried = v.carried
+	// A follower: the hub acknowledged its leader's rounds for it.
+	if e.grantedFollow != (gen.PID{}) && v.beatAt.After(e.lastHeartbeatIn) {
+		leader := e.grantedFollow
+		if m, ok := e.members[leader.Node]; ok && m.pid == leader && e.leader == leader {
+			if v.beatAt.After(m.lastHeard) {
+				m.lastHeard = v.beatAt
+			}
+			e.lastHeartbeatIn = v.beatAt
+			// the promise of an acknowledgement, from when the hub sent it
+			if until := v.beatAt.Add(e.cfg.electionTimeoutMin); e.promisedAck == false || e.promisedTo != leader || until.After(e.promisedUntil) {
+				e.promisedTo, e.promisedAck, e.promisedUntil = leader, true, until
+			}
+			if deadline := v.beatAt.Add(e.randomTimeout()); deadline.After(e.electionDeadline) {
+				e.electionDeadline = deadline // the armed timer finds it and re-arms
+			}
+		}
+	}
+	// A leader: the rounds the hub opened, and the acks they got.
+	if e.grantedLead != 0 && e.grantedLead == e.term && e.role == roleLeader {
+		for _, r := range v.rounds {
+			if r.round > e.round {
+				e.round = r.round
+				e.keepRecentRounds()
+				e.roundSent = append(e.roundSent, r)
+				e.lastHeartbeatOut = r.at
+			}
+		}
+		renewed := false
+		for node, n := range v.acks {
+			m, ok := e.members[node]
+			if ok == false || m.pid == (gen.PID{}) || n <= m.ackRound || n > e.round {
+				continue
+			}
+			at := v.ackAt[node]
+			m.ackRound = n
+			if at.After(m.lastAck) {
+				m.lastAck = at
+			}
+			if at.After(m.lastHeard) {
+				m.lastHeard = at
+			}
+			m.ackTerm = e.term
+			m.awaitingSince = time.Time{}
+			renewed = true
+		}
+		if renewed {
+			e.renewLease()
+		}
+	}
+}
+
+// shareState is the end of every step: the hub may act for this actor again
+// as far as its state now allows.
+func (e *election) shareState() {
+	if e.shared == nil {
+		return
+	}
+	var g grant
+	if e.mayDelegateAcks() {
+		g.follow, g.followTerm = e.leader, e.term
+	}
+	if e.role == roleLeader && e.unpublished == false && e.switches.noResponseQuorum == false {
+		g.lead, g.leadTerm, g.round = true, e.term, e.round
+		g.followers = make(map[gen.Atom]gen.PID, len(e.members))
+		for _, m := range e.members {
+			if m.pid != (gen.PID{}) {
+				g.followers[m.node] = m.pid
+			}
+		}
+	}
+	e.grantedFollow, e.grantedLead = g.follow, g.leadTerm
+	e.shared.share(g)
+}
+
+// mayDelegateAcks reports whether this node's rules would acknowledge its
+// leader's next round with a round that counts (handleHeartbeat,
+// acknowledge): a follower of a known, reachable leader of its own term,
+// running no pre-vote, promised to no other leader.
+func (e *election) mayDelegateAcks() bool {
+	if e.role != roleFollower || e.leader == (gen.PID{}) || e.leader == e.self || e.preVoting {
+		return false
+	}
+	m, ok := e.members[e.leader.Node]
+	if ok == false || m.pid != e.leader {
+		return false
+	}
+	if e.promisedAck && e.promisedTo != e.leader && e.now.Before(e.promisedUntil) {
+		return false
+	}
+	return true
+}
+
+// carriedTo reports whether the hub carries this leader's rounds to m's
+// node, so the leader does not send its own heartbeats there.
+func (e *election) carriedTo(m *member) bool {
+	return e.shared != nil && e.carried[m.node]
+}

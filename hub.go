@@ -1,0 +1,311 @@
+package leader
+
+import (
+	"slices"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// The liveness hub: one process per node, registered as hubName, that
+// carries the heartbeat rounds of every election on the node to each other
+// node in one message per interval (msgBeats), and answers the rounds it
+// receives for the node's followers in one message (msgBeatAcks). What it
+// may do for each actor is in the actor's slot (coalesce.go).
+//
+// Life cycle. The first election actor on a node starts the hub
+// (Node().SpawnRegister); later ones find it by name. Each actor joins it
+// with its slot and monitors it; the hub monitors the actors and drops the
+// slot of one that terminates. The hub lives as long as its node, and
+// costs nothing while no actor leads or follows through it. If it fails,
+// every actor sees its down, goes back to sending and answering per
+// election, and joins a new hub (started by the first to try) a moment
+// later: no permission outlives the hub, so nothing unsafe can follow.
+// It shows in the process list under hubName.
+//
+// The other node's hub. A hub sends its beats for a node to that node's hub
+// by name (a restarted node's hub is a new process). A node's rounds count as
+// carried (leaders stop sending their own heartbeats there) while its hub
+// has answered within hubPeerTTL; when it stops, leaders are woken to send
+// per election again.
+
+// hubName is the registered name of a node's liveness hub.
+const hubName gen.Atom = "leader_liveness"
+
+// hubPeerTTL is how many intervals another node's hub may stay silent
+// before its node is no longer carried.
+const hubPeerTTL = 3
+
+// maxBeatsPerMessage bounds what the hub accepts in one message: a peer
+// cannot make it loop for long on garbage.
+const maxBeatsPerMessage = 1 << 20
+
+// Messages between an actor and its hub (local only, never encoded).
+type (
+	hubJoin struct{ Slot *slot }
+	// hubJoined confirms a hubJoin; its sender is the hub.
+	hubJoined struct{}
+	// hubBeat hands the actor a round the hub could not answer for it.
+	hubBeat struct {
+		ClusterID string
+		Term      uint64
+		Leader    gen.PID
+		Round     uint64
+	}
+	// hubCarryLost tells a leader that a node no longer gets its rounds
+	// from the hub: it must send its own heartbeats there.
+	hubCarryLost struct{}
+	hubTick      struct{ Generation uint64 }
+)
+
+// hubPeer is another node's hub as this one knows it.
+type hubPeer struct {
+	pid     gen.PID
+	heardAt time.Time
+}
+
+// hub is the liveness hub process.
+type hub struct {
+	process   gen.Process
+	clock     func() time.Time
+	slots     map[gen.PID]*slot
+	order     []gen.PID // the slots' actors, sorted: deterministic sends
+	byCluster map[string][]*slot
+	peers     map[gen.Atom]hubPeer
+	ticking   bool
+	tickGen   uint64
+}
+
+func factoryHub() gen.ProcessBehavior { return &hub{} }
+
+func (h *hub) ProcessInit(process gen.Process, args ...any) error {
+	h.process = process
+	h.clock = time.Now
+	for _, arg := range args {
+		if clock, ok := arg.(func() time.Time); ok {
+			h.clock = clock
+		}
+	}
+	h.slots = make(map[gen.PID]*slot)
+	h.byCluster = make(map[string][]*slot)
+	h.peers = make(map[gen.Atom]hubPeer)
+	return nil
+}
+
+func (h *hub) ProcessKind() gen.ProcessKind { return gen.ProcessKindCustom }
+
+func (h *hub) ProcessTerminate(reason error) {}
+
+// ProcessRun serves joins, ticks and the other hubs' messages.
+func (h *hub) ProcessRun() error {
+	return serveHelper(h.process, func(m *gen.MailboxMessage, system bool) {
+		self := h.process.Node().Name()
+		switch message := m.Message.(type) {
+		case hubJoin:
+			if m.From.Node == self && message.Slot != nil && message.Slot.actor == m.From {
+				h.join(message.Slot)
+			}
+		case hubTick:
+			if m.From == h.process.PID() && message.Generation == h.tickGen {
+				h.tick()
+			}
+		case gen.MessageDownPID:
+			if system && m.From == message.PID {
+				h.leave(message.PID)
+			}
+		case msgBeats:
+			if m.From.Node != self && m.From.Node != "" {
+				h.beats(m.From, message)
+			}
+		case msgBeatAcks:
+			if m.From.Node != self && m.From.Node != "" {
+				h.acks(m.From, message)
+			}
+		}
+	})
+}
+
+// join adds an actor's slot.
+func (h *hub) join(s *slot) {
+	if _, ok := h.slots[s.actor]; ok == false {
+		if err := h.process.Monitor(s.actor); err != nil {
+			return // it is gone already
+		}
+		h.slots[s.actor] = s
+		h.order = append(h.order, s.actor)
+		slices.SortFunc(h.order, comparePID)
+		h.byCluster[s.cluster] = append(h.byCluster[s.cluster], s)
+	}
+	h.process.Send(s.actor, hubJoined{})
+	if h.ticking == false {
+		h.ticking = true
+		h.armTick()
+	}
+}
+
+// leave drops the slot of an actor that terminated.
+func (h *hub) leave(actor gen.PID) {
+	s, ok := h.slots[actor]
+	if ok == false {
+		return
+	}
+	delete(h.slots, actor)
+	h.order = slices.DeleteFunc(h.order, func(p gen.PID) bool { return p == actor })
+	list := slices.DeleteFunc(h.byCluster[s.cluster], func(x *slot) bool { return x == s })
+	if len(list) == 0 {
+		delete(h.byCluster, s.cluster)
+	} else {
+		h.byCluster[s.cluster] = list
+	}
+}
+
+// interval is the shortest HeartbeatInterval of the joined actors.
+func (h *hub) interval() time.Duration {
+	var d time.Duration
+	for _, s := range h.slots {
+		if d == 0 || s.interval < d {
+			d = s.interval
+		}
+	}
+	return d
+}
+
+func (h *hub) armTick() {
+	d := h.interval()
+	if d <= 0 {
+		h.ticking = false
+		return
+	}
+	h.tickGen++
+	if _, err := h.process.SendAfter(h.process.PID(), hubTick{Generation: h.tickGen}, d); err != nil {
+		h.ticking = false
+	}
+}
+
+// tick opens a round for every leader that allows it and sends each other
+// node the rounds of all of them in one message.
+func (h *hub) tick() {
+	now := h.clock()
+	ttl := hubPeerTTL * h.interval()
+	batches := make(map[gen.Atom][]beatEntry)
+	var wake []gen.PID
+	for _, actor := range h.order {
+		s := h.slots[actor]
+		s.mu.Lock()
+		if s.lead == false {
+			s.mu.Unlock()
+			continue
+		}
+		s.round++
+		s.rounds = append(s.rounds, roundStamp{round: s.round, at: now})
+		if len(s.rounds) > 16 {
+			s.rounds = s.rounds[len(s.rounds)-16:]
+		}
+		lost := false
+		carried := make(map[gen.Atom]bool, len(s.followers))
+		for node := range s.followers {
+			batches[node] = append(batches[node], beatEntry{ClusterID: s.cluster, Term: s.leadTerm, Leader: s.actor, Round: s.round})
+			peer, known := h.peers[node]
+			carried[node] = known && now.Sub(peer.heardAt) < ttl
+			if s.carried[node] && carried[node] == false {
+				lost = true
+			}
+		}
+		s.carried = carried
+		s.mu.Unlock()
+		if lost {
+			wake = append(wake, actor)
+		}
+	}
+	nodes := make([]gen.Atom, 0, len(batches))
+	for node := range batches {
+		nodes = append(nodes, node)
+	}
+	slices.Sort(nodes)
+	for _, node := range nodes {
+		// by name: a restarted node's hub is a new process
+		h.process.Send(gen.ProcessID{Name: hubName, Node: node}, msgBeats{Beats: batches[node]})
+	}
+	for _, actor := range wake {
+		h.process.Send(actor, hubCarryLost{})
+	}
+	h.armTick()
+}
+
+// heard notes that the hub of from's node is alive.
+func (h *hub) heard(from gen.PID) {
+	h.peers[from.Node] = hubPeer{pid: from, heardAt: h.clock()}
+}
+
+// beats answers another node's rounds for the followers here that allow
+// it, and hands the others to their actors.
+func (h *hub) beats(from gen.PID, message msgBeats) {
+	h.heard(from)
+	if len(message.Beats) > maxBeatsPerMessage {
+		return
+	}
+	now := h.clock()
+	var acks []beatAck
+	for _, b := range message.Beats {
+		if b.Leader.Node != from.Node {
+			continue // a hub speaks only for its own node's leaders
+		}
+		for _, s := range h.byCluster[b.ClusterID] {
+			s.mu.Lock()
+			answered := s.follow == b.Leader && s.followTerm == b.Term
+			if answered {
+				s.beatAt = now
+			}
+			s.mu.Unlock()
+			if answered {
+				acks = append(acks, beatAck{ClusterID: b.ClusterID, Term: b.Term, Round: b.Round, Follower: s.actor})
+				continue
+			}
+			h.process.Send(s.actor, hubBeat{ClusterID: b.ClusterID, Term: b.Term, Leader: b.Leader, Round: b.Round})
+		}
+	}
+	h.process.Send(from, msgBeatAcks{Acks: acks})
+}
+
+// acks records the acknowledgements another node's hub sent for its
+// followers.
+func (h *hub) acks(from gen.PID, message msgBeatAcks) {
+	h.heard(from)
+	if len(message.Acks) > maxBeatsPerMessage {
+		return
+	}
+	now := h.clock()
+	for _, a := range message.Acks {
+		if a.Follower.Node != from.Node {
+			continue
+		}
+		for _, s := range h.byCluster[a.ClusterID] {
+			s.mu.Lock()
+			if s.leadTerm == a.Term && s.followers[a.Follower.Node] == a.Follower && a.Round <= s.round && a.Round > s.acks[a.Follower.Node] {
+				if s.acks == nil {
+					s.acks = make(map[gen.Atom]uint64)
+					s.ackAt = make(map[gen.Atom]time.Time)
+				}
+				s.acks[a.Follower.Node] = a.Round
+				s.ackAt[a.Follower.Node] = now
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+func comparePID(a, b gen.PID) int {
+	switch {
+	case a.Node != b.Node:
+		if a.Node < b.Node {
+			return -1
+		}
+		return 1
+	case a.ID != b.ID:
+		if a.ID < b.ID {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
