@@ -66,6 +66,12 @@ type ActorBehavior interface {
 	//   - ergo:prevote_rounds: pre-vote rounds started
 	//   - ergo:fast_failover_rounds: pre-votes started early after the leader's
 	//     down
+	//   - ergo:liveness_hub: the node's liveness hub this election's heartbeats go
+	//     through, "none" when it sends its own
+	//   - ergo:liveness_carried: as leader, the nodes the hub carries its
+	//     heartbeat rounds to
+	//   - ergo:liveness_delegated: as follower, whether the hub answers its
+	//     leader's rounds for it
 	//   - ergo:leader_changes: times this node recognised a leader other than the
 	//     one before, the first included
 	//   - ergo:elections_started: vote rounds this node opened as a candidate

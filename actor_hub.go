@@ -47,7 +47,7 @@ func (a *Actor) handleHub(from gen.PID, message any) bool {
 			return true // it is gone again; its down is on the way
 		}
 		a.hub = from
-		a.state.shared = a.slot
+		a.state.shared, a.state.hubPID = a.slot, from
 	case hubBeat:
 		if from != a.hub || from == (gen.PID{}) {
 			a.state.drop("foreign_hub_message")
@@ -78,7 +78,7 @@ func (a *Actor) hubDown(pid gen.PID) bool {
 	}
 	a.hub = gen.PID{}
 	a.state.settleShared()
-	a.state.shared, a.state.carried = nil, nil
+	a.state.shared, a.state.carried, a.state.hubPID = nil, nil, gen.PID{}
 	a.slot = nil
 	a.state.heartbeatNow()
 	a.Log().Warning("leader %q: the node's liveness hub stopped; this election sends its own heartbeats until a new hub takes over", a.state.cfg.clusterID)

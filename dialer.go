@@ -82,9 +82,19 @@ func serveHelper(process gen.Process, handle func(m *gen.MailboxMessage, system 
 			return gen.TerminateReasonKill
 		}
 		if value, ok := mailbox.Urgent.Pop(); ok {
-			if m, isMessage := value.(*gen.MailboxMessage); isMessage && m.Type == gen.MailboxMessageTypeExit {
+			m, isMessage := value.(*gen.MailboxMessage)
+			switch {
+			case isMessage && m.Type == gen.MailboxMessageTypeExit:
 				gen.ReleaseMailboxMessage(m)
 				return gen.TerminateReasonNormal
+			case isMessage && m.Type == gen.MailboxMessageTypeInspect:
+				// answered, so that the observer does not wait for its timeout
+				answer := map[string]string{}
+				if i, ok := process.Behavior().(interface{ inspect() map[string]string }); ok {
+					answer = i.inspect()
+				}
+				process.SendResponse(m.From, m.Ref, answer)
+				gen.ReleaseMailboxMessage(m)
 			}
 			continue
 		}

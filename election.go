@@ -157,6 +157,7 @@ type election struct {
 
 	// coalesced liveness (coalesce.go): nil without a hub
 	shared        *slot
+	hubPID        gen.PID
 	carried       map[gen.Atom]bool // nodes the hub carries this leader's rounds to
 	grantedFollow gen.PID           // what the last shareState allowed the hub
 	grantedLead   uint64

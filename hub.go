@@ -2,6 +2,7 @@ package leader
 
 import (
 	"slices"
+	"strconv"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -291,6 +292,35 @@ func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 			}
 			s.mu.Unlock()
 		}
+	}
+}
+
+// inspect answers the observer (Node.Inspect): what the hub carries.
+func (h *hub) inspect() map[string]string {
+	leading, delegated := 0, 0
+	for _, s := range h.slots {
+		s.mu.Lock()
+		if s.lead {
+			leading++
+		}
+		if s.follow != (gen.PID{}) {
+			delegated++
+		}
+		s.mu.Unlock()
+	}
+	now := h.clock()
+	var peers []string
+	for node, p := range h.peers {
+		if now.Sub(p.heardAt) < hubPeerTTL*h.interval() {
+			peers = append(peers, string(node))
+		}
+	}
+	return map[string]string{
+		"ergo:hub_elections": strconv.Itoa(len(h.slots)),
+		"ergo:hub_leading":   strconv.Itoa(leading),
+		"ergo:hub_delegated": strconv.Itoa(delegated),
+		"ergo:hub_peers":     joinSorted(peers),
+		"ergo:hub_interval":  h.interval().String(),
 	}
 }
 

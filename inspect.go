@@ -47,6 +47,27 @@ var inspectKeys = []inspectKey{
 	{"ergo:prevote_granted", "pre-vote grants in the current round, self included", func(e *election) string { return strconv.Itoa(len(e.preVotes)) }},
 	{"ergo:prevote_rounds", "pre-vote rounds started", func(e *election) string { return strconv.FormatUint(e.preVoteRounds, 10) }},
 	{"ergo:fast_failover_rounds", "pre-votes started early after the leader's down", func(e *election) string { return strconv.FormatUint(e.fastRounds, 10) }},
+	// coalesced liveness (coalesce.go, hub.go)
+	{"ergo:liveness_hub", "the node's liveness hub this election's heartbeats go through, \"none\" when it sends its own", func(e *election) string {
+		if e.shared == nil {
+			return "none"
+		}
+		return pidText(e.hubPID)
+	}},
+	{"ergo:liveness_carried", "as leader, the nodes the hub carries its heartbeat rounds to", func(e *election) string {
+		var list []string
+		if e.role == roleLeader {
+			for node, carried := range e.carried {
+				if carried {
+					list = append(list, string(node))
+				}
+			}
+		}
+		return joinSorted(list)
+	}},
+	{"ergo:liveness_delegated", "as follower, whether the hub answers its leader's rounds for it", func(e *election) string {
+		return strconv.FormatBool(e.shared != nil && e.grantedFollow != (gen.PID{}))
+	}},
 	// what operators chart (stats.go): counters since the actor started,
 	// durations as Go durations
 	{"ergo:leader_changes", "times this node recognised a leader other than the one before, the first included", func(e *election) string { return strconv.FormatUint(e.stats.leaderChanges, 10) }},

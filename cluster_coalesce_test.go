@@ -1,0 +1,85 @@
+package leader
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/require"
+)
+
+// Coalesced liveness on real nodes: many elections over the same four
+// nodes. Each gets one leader; the leaders' rounds travel through the
+// hubs (every leader's rounds carried to every other node, every follower
+// answered for by its hub); the wire traffic between two nodes per
+// heartbeat interval stays a small constant, far below one message per
+// election; a stopped node's elections move to the others.
+func TestClusterManyElectionsShareTheNodes(t *testing.T) {
+	const elections = 24
+	tm := clusterFastTimings
+	c := newRealCluster(t, clConfig{})
+	nodes := c.addNodes(4)
+	names := make([]gen.Atom, elections)
+	for k := range names {
+		names[k] = gen.Atom(fmt.Sprintf("e%02d", k))
+		for _, i := range nodes {
+			c.mustSpawn(i, clActorSpec{name: names[k], options: tm.options(fmt.Sprintf("c%02d", k), 3)})
+		}
+	}
+	for _, name := range names {
+		c.waitLeader(nodes, name, clConverge)
+	}
+	waitFor(t, clConverge, "every election carried through the hubs", func() (bool, string) {
+		for _, name := range names {
+			for _, s := range c.states(nodes, name, "ergo:liveness_carried", "ergo:liveness_delegated", "ergo:liveness_hub") {
+				if s.err != nil || s.raw["ergo:liveness_hub"] == "none" {
+					return false, fmt.Sprintf("%s: %s", name, s)
+				}
+				switch s.state {
+				case "leader":
+					if len(strings.Split(s.raw["ergo:liveness_carried"], ",")) != len(nodes)-1 {
+						return false, fmt.Sprintf("%s leader carried to %q", name, s.raw["ergo:liveness_carried"])
+					}
+				case "follower":
+					if s.raw["ergo:liveness_delegated"] != "true" {
+						return false, fmt.Sprintf("%s follower on %s not delegated", name, c.name(s.idx))
+					}
+				default:
+					return false, fmt.Sprintf("%s: %s", name, s)
+				}
+			}
+		}
+		return true, ""
+	})
+	hub, err := c.n(0).node.ProcessPID(hubName)
+	require.NoError(t, err, "the hub is registered as %s", hubName)
+	info, err := c.n(0).node.Inspect(hub)
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprint(elections), info["ergo:hub_elections"])
+
+	// Messages from node 0 to node 1 over a window of intervals: the hub's
+	// beats and its acks of node 1's beats, plus whatever per-election
+	// traffic the window happens to catch. Per election it would be two
+	// per interval at least (a heartbeat or an ack each way).
+	const intervals = 50
+	window := intervals * tm.heartbeat()
+	sent := func() uint64 {
+		rn, err := c.n(0).node.Network().Node(c.name(1))
+		require.NoError(t, err)
+		return rn.Info().MessagesOut
+	}
+	before, began := sent(), time.Now()
+	time.Sleep(window)
+	perInterval := float64(sent()-before) / (float64(time.Since(began)) / float64(tm.heartbeat()))
+	t.Logf("node 0 -> node 1: %.1f messages per heartbeat interval for %d elections", perInterval, elections)
+	require.Less(t, perInterval, float64(elections)/2, "the liveness traffic of %d elections is coalesced", elections)
+
+	// A stopped node hands its elections over; each still has one leader.
+	c.stopNode(0)
+	survivors := c.live()
+	for _, name := range names {
+		c.waitLeader(survivors, name, clConverge)
+	}
+}
