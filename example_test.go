@@ -9,6 +9,7 @@ import (
 
 	"ergo.services/actor/leader"
 	"ergo.services/ergo"
+	"ergo.services/ergo/act"
 	"ergo.services/ergo/app"
 	"ergo.services/ergo/gen"
 )
@@ -392,4 +393,59 @@ func ExampleActor_HandleConfirmLeader() {
 	// won term 1, lease held: false
 	// won term 2, lease held: true
 	// leading at term 2
+}
+
+// leadershipWatcher is any process, on any node, that wants to know who
+// leads: a health check, a metrics exporter, a router.
+type leadershipWatcher struct {
+	act.Actor
+}
+
+func (w *leadershipWatcher) Init(args ...any) error {
+	// Subscribing is a request to the event's node: do it from a handler,
+	// once the process runs.
+	return w.Send(w.PID(), "subscribe")
+}
+
+func (w *leadershipWatcher) HandleMessage(from gen.PID, message any) error {
+	// The election "orders" as node n1 sees it. The event's buffer holds
+	// the current state, so it comes back at once.
+	event := gen.Event{Name: leader.EventName("orders"), Node: "n1@localhost"}
+	current, err := w.MonitorEvent(event)
+	if err != nil {
+		return err // not running yet on n1, say: try again later
+	}
+	for _, m := range current {
+		w.report(m.Message.(leader.Leadership))
+	}
+	return nil
+}
+
+// HandleEvent receives one event per leadership change.
+func (w *leadershipWatcher) HandleEvent(m gen.MessageEvent) error {
+	w.report(m.Message.(leader.Leadership))
+	return nil
+}
+
+func (w *leadershipWatcher) report(l leader.Leadership) {
+	if l.IsLeader {
+		w.Log().Info("%s leads %q at term %d", l.Node, l.ClusterID, l.Term)
+		return
+	}
+	w.Log().Info("%s follows %s in %q", l.Node, l.Leader, l.ClusterID)
+}
+
+// Code outside the election learns about leadership from the event each
+// election actor publishes (see Leadership). The subscriber's node must
+// have the types of NetworkTypes registered, as every node of the cluster
+// does.
+func ExampleEventName() {
+	node, err := ergo.StartNode("watcher@localhost", gen.NodeOptions{
+		Network: gen.NetworkOptions{Cookie: "the cluster's cookie"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	node.Network().RegisterTypes(leader.NetworkTypes())
+	node.Spawn(func() gen.ProcessBehavior { return &leadershipWatcher{} }, gen.ProcessOptions{})
 }
