@@ -130,6 +130,13 @@
 //     A leader that stops on purpose (StepDown, or a normal or shutdown
 //     termination) stands down and tells its most recently heard follower
 //     to campaign at once.
+//   - Coalesced liveness. The elections on a node share one process,
+//     registered as "leader_liveness", that carries the heartbeat rounds of
+//     all of them to each other node in one message per interval and brings
+//     the acknowledgements back in one; votes, pre-votes and handovers stay
+//     per election, and the guarantees hold per election, unchanged
+//     (docs/coalescing.md). Options.DisableCoalescing turns it off for an
+//     election.
 //
 // The roles and what moves a node between them:
 //
