@@ -79,6 +79,9 @@ func (e *election) electionTimeout() {
 		return
 	}
 	if e.now.Before(e.electionDeadline) {
+		// the leader was heard in the meantime; a follower whose hub
+		// answers for it wakes only here, so its chores run here too
+		e.findSilentConnections()
 		e.armElectionTimer(e.electionDeadline)
 		return
 	}

@@ -38,6 +38,32 @@ type watchFailed struct {
 // watchStarted reports that the monitor of PID is in place.
 type watchStarted struct{ PID gen.PID }
 
+// watchSuspect reports that the watcher's monitors of Node's processes may
+// be gone on that node (see nodeSettle): the actor replaces the watcher.
+type watchSuspect struct{ Node gen.Atom }
+
+// nodeSettle is the watcher's reminder to itself, a moment after a
+// connection to Node ended, to look at what it still monitors there.
+//
+// Why. When a node has two connections to a peer for a moment (two dials
+// crossed, or a new connection came up before the old one's end was
+// processed), the end of the old one makes each side drop every link and
+// monitor the other side's processes hold, by node name, whichever
+// connection they were made over. A monitor whose request went over the
+// new connection and reached the peer before the peer processed the old
+// connection's end is dropped there, while this node, which got the answer
+// after its own cleanup, keeps it: the peer's process would then terminate
+// without a down ever coming. The monitors this node's cleanup removed
+// came back as downs, and are forgotten; whatever the watcher still
+// monitors on the node once those are in may be such a one-sided monitor,
+// and only a fresh watcher (another PID, so no ErrTargetExist) can make it
+// again.
+type nodeSettle struct{ Node gen.Atom }
+
+// nodeSettlePause is how long the watcher waits after a connection's end
+// for the downs of the same cleanup to arrive.
+const nodeSettlePause = 10 * time.Millisecond
+
 // peerDown forwards a down the framework delivered for a watched process.
 type peerDown struct {
 	PID    gen.PID
@@ -76,6 +102,9 @@ type watcher struct {
 	// succeeded and no down has come since): only for those does an
 	// ErrTargetExist mean the monitor is in place.
 	watching map[gen.PID]struct{}
+	// nodes whose connection the watcher monitors (MonitorNode), to learn
+	// of every connection's end (see nodeSettle)
+	nodes map[gen.Atom]bool
 }
 
 // lossBoard is where the watcher notes, the moment it gets the down, when
@@ -146,6 +175,15 @@ func (w *watcher) ProcessRun() error {
 				return
 			}
 			w.watch(message.PID, message.Attempt)
+		case gen.MessageDownNode:
+			if system && m.From == w.process.Node().PID() {
+				delete(w.nodes, message.Name)
+				w.process.SendAfter(w.process.PID(), nodeSettle{Node: message.Name}, nodeSettlePause)
+			}
+		case nodeSettle:
+			if m.From == w.process.PID() && w.watchesOn(message.Node) {
+				w.process.Send(parent, watchSuspect{Node: message.Node})
+			}
 		case gen.MessageDownPID:
 			if deliveredByFramework(w.process, m, system, message) == false {
 				w.process.Send(parent, forgedDown{From: m.From})
@@ -174,6 +212,16 @@ func (w *watcher) watch(pid gen.PID, attempt int) {
 		}
 		w.watching[pid] = struct{}{}
 		w.process.Send(w.process.Parent(), watchStarted{PID: pid})
+		if w.nodes[pid.Node] == false {
+			// connected now (the monitor just went through), so this does
+			// not dial; a failure leaves only the one-sided case uncovered
+			if w.process.MonitorNode(pid.Node) == nil {
+				if w.nodes == nil {
+					w.nodes = make(map[gen.Atom]bool)
+				}
+				w.nodes[pid.Node] = true
+			}
+		}
 		return
 	case errors.Is(err, gen.ErrTargetExist) && attempt < len(watchRetryPauses):
 		_, err = w.process.SendAfter(w.process.PID(), watchRetry{PID: pid, Attempt: attempt + 1}, watchRetryPauses[attempt])
@@ -182,6 +230,16 @@ func (w *watcher) watch(pid gen.PID, attempt int) {
 		}
 	}
 	w.process.Send(w.process.Parent(), watchFailed{PID: pid, Err: err})
+}
+
+// watchesOn reports whether the watcher monitors a process of node.
+func (w *watcher) watchesOn(node gen.Atom) bool {
+	for pid := range w.watching {
+		if pid.Node == node {
+			return true
+		}
+	}
+	return false
 }
 
 // deliveredByFramework reports whether a down came the way the framework

@@ -34,6 +34,8 @@ func (p *scriptedProcess) Monitor(target any) error {
 	return err
 }
 
+func (p *scriptedProcess) MonitorNode(node gen.Atom) error { return nil }
+
 func (p *scriptedProcess) Send(to any, message any) error {
 	p.sent = append(p.sent, message)
 	return nil
