@@ -478,6 +478,9 @@ func isTermination(err error) bool {
 
 // ProcessTerminate implements gen.ProcessBehavior.
 func (a *Actor) ProcessTerminate(reason error) {
+	if a.slot != nil {
+		a.slot.settle(true) // the hub speaks for no terminated actor
+	}
 	for kind, cancel := range a.cancels {
 		if cancel != nil {
 			cancel()

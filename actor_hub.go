@@ -2,6 +2,7 @@ package leader
 
 import (
 	"errors"
+	"time"
 
 	"ergo.services/ergo/gen"
 )
@@ -21,6 +22,9 @@ func (a *Actor) joinHub() {
 	if a.slot == nil {
 		a.slot = &slot{cluster: a.state.cfg.clusterID, actor: a.PID(), interval: a.state.cfg.heartbeatInterval}
 	}
+	// until the hub confirms, ask again now and then: it may have failed
+	// between the join and the answer, or could not be started
+	a.SendAfter(a.PID(), hubRetry{}, hubRetryPause(a.state.cfg))
 	to := gen.ProcessID{Name: hubName, Node: a.Node().Name()}
 	err := a.Send(to, hubJoin{Slot: a.slot})
 	if err == nil {
@@ -85,6 +89,11 @@ func (a *Actor) hubDown(pid gen.PID) bool {
 	a.SendAfter(a.PID(), hubRetry{}, a.state.cfg.electionTimeoutMin)
 	return true
 }
+
+// hubRetryPause is how long an actor waits for its hub's answer before it
+// asks again: ten maximum election timeouts, so that thousands of
+// elections without a hub cost little.
+func hubRetryPause(cfg config) time.Duration { return 10 * cfg.electionTimeoutMax }
 
 // stepBegins withdraws what the actor shares with its hub, as the start of
 // a step does (the simulator calls it when it stalls the actor mid-step).

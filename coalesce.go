@@ -65,12 +65,12 @@ type slot struct {
 	round      uint64               // the newest round number of leadTerm, the actor's or the hub's
 
 	// recorded by the hub, read by the actor
-	beatAt    time.Time           // when the hub last acknowledged follow's round for the actor
-	rounds    []roundStamp        // rounds of leadTerm the hub opened
-	acks      map[gen.Atom]uint64 // newest round of leadTerm each follower node acknowledged through the hubs
-	ackAt     map[gen.Atom]time.Time
-	carried   map[gen.Atom]bool // follower nodes whose hub the rounds reach
-	carriedAt time.Time         // when carried last changed
+	beatAt   time.Time           // when the hub last acknowledged follow's round for the actor
+	rounds   []roundStamp        // rounds of leadTerm the hub opened
+	acks     map[gen.Atom]uint64 // newest round of leadTerm each follower node acknowledged through the hubs
+	ackAt    map[gen.Atom]time.Time
+	carried  map[gen.Atom]bool      // follower nodes whose hub the rounds reach
+	unserved map[gen.Atom]time.Time // when each node's hub last said no actor there joined it for this election
 }
 
 // sharedView is what the election state reads from its slot at the start

@@ -17,8 +17,9 @@ import (
 // Life cycle. The first election actor on a node starts the hub
 // (Node().SpawnRegister); later ones find it by name. Each actor joins it
 // with its slot and monitors it; the hub monitors the actors and drops the
-// slot of one that terminates. The hub lives as long as its node, and
-// costs nothing while no actor leads or follows through it. If it fails,
+// slot of one that terminates. The hub lives as long as its node; while any
+// actor is joined it ticks once per interval, and it sends only for the
+// actors that lead. If it fails,
 // every actor sees its down, goes back to sending and answering per
 // election, and joins a new hub (started by the first to try) a moment
 // later: no permission outlives the hub, so nothing unsafe can follow.
@@ -207,7 +208,7 @@ func (h *hub) tick() {
 		for node := range s.followers {
 			batches[node] = append(batches[node], beatEntry{ClusterID: s.cluster, Term: s.leadTerm, Leader: s.actor, Round: s.round})
 			peer, known := h.peers[node]
-			carried[node] = known && now.Sub(peer.heardAt) < ttl
+			carried[node] = known && now.Sub(peer.heardAt) < ttl && now.Sub(s.unserved[node]) >= ttl
 			if s.carried[node] && carried[node] == false {
 				lost = true
 			}
@@ -247,9 +248,14 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 	}
 	now := h.clock()
 	var acks []beatAck
+	var unserved []string
 	for _, b := range message.Beats {
 		if b.Leader.Node != from.Node {
 			continue // a hub speaks only for its own node's leaders
+		}
+		if len(h.byCluster[b.ClusterID]) == 0 {
+			unserved = append(unserved, b.ClusterID)
+			continue
 		}
 		for _, s := range h.byCluster[b.ClusterID] {
 			s.mu.Lock()
@@ -265,17 +271,27 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 			h.process.Send(s.actor, hubBeat{ClusterID: b.ClusterID, Term: b.Term, Leader: b.Leader, Round: b.Round})
 		}
 	}
-	h.process.Send(from, msgBeatAcks{Acks: acks})
+	h.process.Send(from, msgBeatAcks{Acks: acks, Unserved: unserved})
 }
 
 // acks records the acknowledgements another node's hub sent for its
 // followers.
 func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 	h.heard(from)
-	if len(message.Acks) > maxBeatsPerMessage {
+	if len(message.Acks) > maxBeatsPerMessage || len(message.Unserved) > maxBeatsPerMessage {
 		return
 	}
 	now := h.clock()
+	for _, cluster := range message.Unserved {
+		for _, s := range h.byCluster[cluster] {
+			s.mu.Lock()
+			if s.unserved == nil {
+				s.unserved = make(map[gen.Atom]time.Time)
+			}
+			s.unserved[from.Node] = now
+			s.mu.Unlock()
+		}
+	}
 	for _, a := range message.Acks {
 		if a.Follower.Node != from.Node {
 			continue

@@ -151,6 +151,10 @@ type beatEntry struct {
 // was allowed to give for its node's followers.
 type msgBeatAcks struct {
 	Acks []beatAck
+	// Unserved lists the ClusterIDs of beats that no actor on the
+	// receiving node has joined its hub for (it disabled coalescing, or has
+	// not joined yet): their leaders must send their own heartbeats there.
+	Unserved []string
 }
 
 // beatAck is one follower's acknowledgement in msgBeatAcks: msgHeartbeatAck's
