@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"testing"
 	"time"
@@ -139,4 +140,80 @@ func reportDist(b *testing.B, d dist) {
 	b.ReportMetric(float64(d.pct(50))/float64(time.Millisecond), "p50-ms")
 	b.ReportMetric(float64(d.pct(99))/float64(time.Millisecond), "p99-ms")
 	b.ReportMetric(float64(d.max())/float64(time.Millisecond), "max-ms")
+}
+
+// benchClusters is the number of elections of the many-cluster benchmarks
+// (section 6b's figure).
+const benchClusters = 1000
+
+func benchMode(coalesced bool) string {
+	if coalesced {
+		return "coalesced"
+	}
+	return "uncoalesced"
+}
+
+// manyHarness cold-starts benchClusters elections on three nodes and waits
+// until all are led and a moment more.
+func manyHarness(b *testing.B, coalesced bool) *harness {
+	b.Helper()
+	h := mustHarness(b, harnessSpec{nodes: coalesceNodes, groups: benchClusters, options: coalesceOptions(coalesced), deferSpawn: true})
+	if _, _, err := h.spawnAll(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := h.waitAllLed(2 * time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	return h
+}
+
+// BenchmarkManyClustersIdle keeps benchClusters settled elections on three
+// nodes for b.N heartbeat intervals, coalesced and not: ns/op is the
+// interval, the metrics are the idle cost (-benchtime 100x or more).
+func BenchmarkManyClustersIdle(b *testing.B) {
+	for _, coalesced := range coalesceModes {
+		b.Run(benchMode(coalesced), func(b *testing.B) {
+			h := manyHarness(b, coalesced)
+			runtime.GC()
+			s0 := h.snap("")
+			b.ResetTimer()
+			time.Sleep(time.Duration(b.N) * h.heartbeat())
+			b.StopTimer()
+			r := manyRun{nodes: coalesceNodes, interval: h.heartbeat(), idle: costBetween(coalesceNodes, s0, h.snap(""))}
+			if r.idle.cpuOK {
+				b.ReportMetric(100*r.idle.cpuShare(), "cpu-%-of-core")
+			}
+			b.ReportMetric(r.msgsPerPairInterval(), "msgs/pair/interval")
+		})
+	}
+}
+
+// BenchmarkManyClustersCrash crashes one of three nodes under benchClusters
+// elections once per iteration (a fresh cold start each time, untimed) and
+// reports the time until each election the node led is led again, pooled
+// over the iterations.
+func BenchmarkManyClustersCrash(b *testing.B) {
+	p, err := parsePlan(nil, io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, coalesced := range coalesceModes {
+		b.Run(benchMode(coalesced), func(b *testing.B) {
+			var all []time.Duration
+			b.StopTimer()
+			for i := 0; i < b.N; i++ {
+				h := manyHarness(b, coalesced)
+				b.StartTimer()
+				k := h.crashMany(p, h.names[i%coalesceNodes], 30*time.Second)
+				b.StopTimer()
+				if len(k.lost) > 0 {
+					b.Fatalf("%d elections not led again: %s", len(k.lost), k.lost[0])
+				}
+				all = append(all, k.took...)
+				h.close()
+			}
+			reportDist(b, newDist(all))
+		})
+	}
 }

@@ -44,7 +44,9 @@ func rowPrefix(id string) string {
 // measure are kept from the existing file, or get a placeholder.
 var docOrder = []struct{ id, title, placeholder string }{
 	{"header", "", ""},
+	{"overview", "Summary", "written by hand: the figures that matter most, and how to reproduce them"},
 	{"summary", "Targets", ""},
+	{"real", "0. Crash failover and handover on separate processes: the stand-in and the real framework", "not measured yet: `LEADER_LAB=require LEADER_LAB_ROUNDS=30 go test -run TestLabLeaderKilled -v .` (package leader, as root: every node its own OS process), quote its figures here"},
 	{"crash", "1. Crash failover", "not measured yet: `go run ./examples/perf -only crash -out docs/performance.md`"},
 	{"compare", "1b. Fast failover on and off", "not measured yet: `LEADER_PERF=1 LEADER_PERF_DOC=docs/performance.md go test -run TestPerfFastFailoverComparison -v .` (package leader: the switch is unexported)"},
 	{"handover", "2. Graceful handover", "not measured yet: `go run ./examples/perf -only handover -out docs/performance.md`"},
@@ -53,6 +55,7 @@ var docOrder = []struct{ id, title, placeholder string }{
 	{"steady", "5. Steady-state cost", "not measured yet: `go run ./examples/perf -only steady -out docs/performance.md`"},
 	{"long", "5b. Steady state over ten minutes", "not measured yet: `go run ./examples/perf -only long -long -out docs/performance.md`"},
 	{"scale", "6. Scale", "not measured yet: `go run ./examples/perf -only scale -out docs/performance.md`"},
+	{"coalesce", coalesceTitle, "not measured yet: `go run ./examples/perf -only coalesce -out docs/performance.md`"},
 	{"stability", "7. Stability under CPU load", "not measured yet: `go run ./examples/perf -only stability -out docs/performance.md`"},
 	{"simulator", "8. Simulator throughput", "not measured yet: `LEADER_SIM_SEEDS=2000 go test -run TestSimulationRandomSeeds -v .`, quote its log line here"},
 	{"analysis", "Analysis", "written by hand after a full run"},
@@ -168,7 +171,7 @@ func summaryBody(old string, rows []summaryRow, measured []string) string {
 	}
 	slices.SortStableFunc(lines, func(a, b line) int { return rank(a.key) - rank(b.key) })
 	var b strings.Builder
-	b.WriteString("## Targets\n\nEvery target of the issue, with the figure that decides it; the sections below have the distributions and how each was taken. Where a target is missed, the section says by how much, and [Analysis](#analysis) says why and what would close it.\n\n")
+	b.WriteString("## Targets\n\nEvery target set for the library, with the figure that decides it; the sections below have the distributions and how each was taken. Where a target is missed, [Analysis](#analysis) says by how much, why, and what would close it.\n\n")
 	b.WriteString(summaryHead)
 	for _, l := range lines {
 		b.WriteString(l.text + "\n")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"ergo.services/actor/leader"
 	"ergo.services/ergo/gen"
 )
 
@@ -25,7 +26,7 @@ func runHandover(p *plan) (section, []summaryRow) {
 	var results []handoverResult
 	for _, mode := range []string{"StepDown", "node Stop"} {
 		p.progress("graceful handover via %s, %d runs", mode, p.handoverRuns)
-		results = append(results, measureHandover(p, mode, p.handoverRuns))
+		results = append(results, measureHandover(p, mode, p.handoverRuns, leader.Options{}))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d nodes, default options. The gap is the time between the old leader's `HandleBecomeFollower` and the new leader's `HandleBecomeLeader`, both stamped inside the callbacks: how long the cluster has nobody doing the leader's work. \"All follow\" runs from the same start until every remaining node follows the new leader. Via `StepDown` the old leader stays up and follows; via node `Stop` (graceful: the actor terminates with `shutdown` and hands over on the way out) the node is restarted after each run.\n\n", handoverNodes)
@@ -58,10 +59,10 @@ func runHandover(p *plan) (section, []summaryRow) {
 	return section{id: "handover", title: "2. Graceful handover", body: b.String()}, rows
 }
 
-func measureHandover(p *plan, mode string, runs int) handoverResult {
+func measureHandover(p *plan, mode string, runs int, options leader.Options) handoverResult {
 	r := handoverResult{mode: mode}
 	var gaps, agreed []time.Duration
-	spec := harnessSpec{nodes: handoverNodes, history: true}
+	spec := harnessSpec{nodes: handoverNodes, history: true, options: options}
 	h, err := newHarness(spec)
 	if err != nil {
 		r.failures = append(r.failures, err.Error())

@@ -4,14 +4,17 @@
 // Every node runs in this process on the framework's runtime, and every
 // pair of nodes talks over real TCP on loopback through a proxy that counts
 // the bytes (examples/internal/lab). It measures crash failover, graceful
-// handover, cold start, partition heal, steady-state cost, scale and
-// stability under CPU load, prints the tables, and with -out writes the
+// handover, cold start, partition heal, steady-state cost, scale,
+// coalesced liveness against per-election heartbeats (section 6b, -only
+// coalesce) and stability under CPU load, prints the tables, and with -out
+// writes the
 // report (docs/performance.md) and an SVG of the failover distributions
 // next to it:
 //
 //	go run ./examples/perf -long -out docs/performance.md   # everything, ~25 min
 //	go run ./examples/perf -out docs/performance.md         # without the 10-minute run
 //	go run ./examples/perf -only crash,heal -out docs/performance.md
+//	go run ./examples/perf -only coalesce -out docs/performance.md  # ~5 min
 //	go run ./examples/perf -quick                           # a smoke run, seconds
 //	go run ./examples/perf -only scale -cpuprofile scale.pprof
 //	go run ./examples/perf -replot docs/failover.svg -out docs/performance.md
@@ -35,6 +38,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 
+	"ergo.services/actor/leader"
 	"ergo.services/actor/leader/examples/internal/lab"
 )
 
@@ -121,6 +125,10 @@ func run(p *plan) (*report, error) {
 		s, rows := runScale(p)
 		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)
 	}
+	if p.wants("coalesce") {
+		s, rows := runCoalesce(p)
+		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)
+	}
 	if p.wants("stability") {
 		s, rows := runStability(p)
 		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)
@@ -172,6 +180,9 @@ func replot(p *plan, off []offCurve) (*report, error) {
 	return r, os.WriteFile(r.svgPath, r.svg, 0o644)
 }
 
+// headerSection is the title and the introduction: what is measured, how,
+// and on what. It says nothing of the machine's other users or its
+// directories; each section records the load around it instead.
 func headerSection(p *plan) section {
 	mode := "all sections"
 	switch {
@@ -180,14 +191,13 @@ func headerSection(p *plan) section {
 	case len(p.only) > 0:
 		mode = "only some sections; the others are kept from an earlier run"
 	}
+	lo, hi := timingsOf(leader.Options{})
 	body := fmt.Sprintf(`# Leader actor: performance
 
-Figures of the leader actor on real nodes: every node runs in one process on the framework stand-in's runtime (goroutine-per-process actors), and every pair of nodes talks over real TCP on loopback through its own proxy, which counts the bytes (examples/internal/lab). Nothing is simulated except where a section says so.
+How fast the leader actor fails over, hands over and starts, what a settled cluster costs, and how it behaves at scale, with coalesced liveness and without it, and under CPU load. Every figure comes from real nodes talking real TCP over loopback, with the default timings (ElectionTimeoutMin %s ms, ElectionTimeoutMax %s ms, HeartbeatInterval %d ms) unless a row says otherwise, on %s. Section 0 runs every node as its own OS process, on the real framework and on the framework stand-in that ships with this repository. Sections 1 to 7 run every node in one process on the stand-in's runtime (goroutine-per-process actors), and every pair of nodes talks through a proxy of its own, which counts the bytes. Nothing is simulated except in section 8.
 
-The whole report is produced by `+"`go run ./examples/perf -long -out docs/performance.md`"+` (about 25 minutes; 12 without `+"`-long`"+`), except section 1b, which comes from a test of package leader, and sections 8 and Analysis, which are written by hand; each section records the command and the time that produced it, and a section can be measured again alone with `+"`-only`"+`. This header was last written by:
+Timing figures are upper bounds of what the library needs on an idle machine; each section records the 1-minute load average around it. Counts (messages, bytes, allocations, leader changes) do not depend on the load.
 
-- command: `+"`%s`"+` (%s), %s, %s
-- machine: %s
-- the machine is shared: other engineers run test suites on the same 2 cores at the same time, so every section records the load average around it. Timing figures are upper bounds of what the library needs on an idle machine; counts (messages, bytes, allocations, leader changes) are not affected.`, p.command, mode, stamp(), revision(), machine())
+_This header was last written by `+"`%s`"+` (%s), %s, %s._`, ms(lo), ms(hi), leader.DefaultHeartbeatInterval, machine(), p.command, mode, stamp(), revision())
 	return section{id: "header", body: body}
 }

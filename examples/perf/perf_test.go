@@ -62,6 +62,7 @@ func TestQuickRun(t *testing.T) {
 		"| nodes | rounds/s | msgs/s | msgs/round |",
 		"| setup | members | spawning s | all led s |",
 		"| load | leader changes | term increments (sum over nodes) |",
+		"| figure | coalesced | DisableCoalescing=true | coalesced / uncoalesced |",
 		"## 1b. Fast failover on and off", // a placeholder until the leader test fills it
 		"## 8. Simulator throughput",
 	} {
@@ -142,5 +143,35 @@ func TestRerunKeepsOtherSections(t *testing.T) {
 	}
 	if strings.Index(second, "| 1. Crash") > strings.Index(second, "| 4. Heal") {
 		t.Errorf("the summary is not in section order:\n%s", second)
+	}
+}
+
+// TestHeaderNamesNoPaths checks that the report quotes its command without
+// the directories of the machine it ran on, and carries no notes about the
+// machine's other users.
+func TestHeaderNamesNoPaths(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "docs", "performance.md")
+	p, err := parsePlan([]string{"-only", "coalesce", "-out", out, "-cpuprofile=" + filepath.Join(dir, "cpu.pprof")}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := headerSection(p).body
+	if strings.Contains(h, dir) || strings.Contains(p.command, dir) {
+		t.Errorf("the header names a directory of this machine:\n%s", h)
+	}
+	if strings.Contains(p.command, "-out performance.md") == false || strings.Contains(p.command, "-cpuprofile=cpu.pprof") == false {
+		t.Errorf("command quoted as %q", p.command)
+	}
+	for _, note := range []string{"engineers", "shared", "other users"} {
+		if strings.Contains(h, note) {
+			t.Errorf("the header has a note about the machine's users (%q):\n%s", note, h)
+		}
+	}
+	doc := renderDoc("", []section{headerSection(p)}, nil)
+	for _, want := range []string{"perf:begin real", "perf:begin overview", "perf:begin coalesce", "## 6b. "} {
+		if strings.Contains(doc, want) == false {
+			t.Errorf("the layout has no %q", want)
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -40,12 +42,19 @@ type plan struct {
 	idleWindow   time.Duration
 	stableFor    time.Duration
 
+	// section coalesce
+	coalesceKills  int           // crashes per mode under manyClusters elections
+	hugeClusters   int           // the coalesced-only run
+	coalesceSettle time.Duration // after all led, before measuring
+	ledWithin      time.Duration // how long a cold start of many elections may take
+	failoverWithin time.Duration // how long after a crash every election must be led again
+
 	log   io.Writer
 	logMu sync.Mutex
 }
 
 // sectionIDs are the measured sections in report order.
-var sectionIDs = []string{"crash", "handover", "coldstart", "heal", "steady", "long", "scale", "stability"}
+var sectionIDs = []string{"crash", "handover", "coldstart", "heal", "steady", "long", "scale", "coalesce", "stability"}
 
 func parsePlan(args []string, log io.Writer) (*plan, error) {
 	p := &plan{ctx: context.Background(), log: log}
@@ -81,7 +90,7 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 		}
 		p.only[id] = true
 	}
-	p.command = strings.TrimSpace("go run ./examples/perf " + strings.Join(args, " "))
+	p.command = strings.TrimSpace("go run ./examples/perf " + strings.Join(displayArgs(args), " "))
 
 	// the full run: the counts the issue asks for
 	p.crashSizes, p.crashRuns = []int{3, 5, 9}, 50
@@ -93,6 +102,8 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 	p.bigCluster, p.manyClusters, p.manyRelaxed = 51, 1000, true
 	p.idleWindow = 10 * time.Second
 	p.stableFor = 60 * time.Second
+	p.coalesceKills, p.hugeClusters = 4, 10000
+	p.coalesceSettle, p.ledWithin, p.failoverWithin = 3*time.Second, 3*time.Minute, 30*time.Second
 	if p.quick {
 		p.crashRuns, p.handoverRuns, p.coldRuns = 2, 2, 2
 		p.coldSizes = []int{3, 5}
@@ -103,6 +114,8 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 		p.idleWindow = 500 * time.Millisecond
 		p.stableFor = time.Second
 		p.longFor = min(p.longFor, 2*time.Second)
+		p.coalesceKills, p.hugeClusters = 1, 60
+		p.coalesceSettle, p.failoverWithin = 300*time.Millisecond, 10*time.Second
 	}
 	if *runs > 0 {
 		p.crashRuns, p.handoverRuns, p.coldRuns = *runs, *runs, *runs
@@ -134,6 +147,34 @@ func (p *plan) progress(format string, args ...any) {
 	p.logMu.Lock()
 	defer p.logMu.Unlock()
 	fmt.Fprintf(p.log, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// displayArgs is the command line as the report quotes it: an absolute
+// path is shown relative to the working directory, or by its base name
+// outside it, so that the report names no directory of the machine it ran
+// on.
+func displayArgs(args []string) []string {
+	wd, _ := os.Getwd()
+	show := func(v string) string {
+		if filepath.IsAbs(v) == false {
+			return v
+		}
+		if wd != "" {
+			if rel, err := filepath.Rel(wd, v); err == nil && rel != ".." && strings.HasPrefix(rel, ".."+string(filepath.Separator)) == false {
+				return filepath.ToSlash(rel)
+			}
+		}
+		return filepath.Base(v)
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		if name, value, ok := strings.Cut(a, "="); ok && strings.HasPrefix(name, "-") {
+			out[i] = name + "=" + show(value)
+			continue
+		}
+		out[i] = show(a)
+	}
+	return out
 }
 
 func stamp() string {

@@ -63,9 +63,17 @@ func (w loadWatch) String() string {
 		time.Since(w.start).Round(time.Second), w.first, loadAvg())
 }
 
+// builtFrom names the source of a binary built outside this checkout
+// (go build -ldflags "-X main.builtFrom=commit abc1234"); revision then
+// reports it instead of the working tree's state.
+var builtFrom string
+
 // revision names the code measured: the git commit, and whether the
 // working tree differed from it. Unknown outside a git checkout.
 func revision() string {
+	if builtFrom != "" {
+		return builtFrom
+	}
 	head, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
 		return "revision unknown"
