@@ -8,7 +8,10 @@ import (
 	"ergo.services/ergo/gen"
 )
 
-// checker holds the invariants, checked after every simulated event:
+// checker holds the invariants of one election, checked after every
+// simulated event (a simulator running several elections over the same
+// nodes has a checker per election, sim_many_test.go, and each names its
+// election's ClusterID in the violations it reports):
 //  1. at most one leader per term over one view: a later leader of a term
 //     won over the same view is a violation while the first one still
 //     lives (a cluster whose every witness of a term died may reuse it: the
@@ -34,9 +37,10 @@ import (
 //     matter here; a stalled leader's state counts as long as its lease
 //     says it leads
 type checker struct {
-	s      *simulator
-	actors map[*simActor]bool // live incarnations
-	list   []*simActor        // the same, ordered, for deterministic checks
+	s       *simulator
+	cluster string             // the election's ClusterID, named in its violations when the simulator runs several
+	actors  map[*simActor]bool // live incarnations
+	list    []*simActor        // the same, ordered, for deterministic checks
 
 	// fullView enables invariant 5 with that many nodes as the full view.
 	fullView int
@@ -98,6 +102,14 @@ func newChecker(s *simulator) *checker {
 	}
 }
 
+// fail reports a violation of this election's invariants.
+func (c *checker) fail(format string, args ...any) {
+	if c.cluster != "" {
+		format, args = "election %q: "+format, append([]any{c.cluster}, args...)
+	}
+	c.s.fail(format, args...)
+}
+
 func (c *checker) started(b *simActor) {
 	c.actors[b] = true
 	c.list = append(c.list, b)
@@ -137,9 +149,9 @@ func (c *checker) callback(b *simActor, leading bool, leader gen.PID) {
 	before := b.chk.observed
 	switch {
 	case leading && last.leading:
-		c.s.fail("%s: HandleBecomeLeader twice without HandleBecomeFollower in between", b.inc)
+		c.fail("%s: HandleBecomeLeader twice without HandleBecomeFollower in between", b.inc)
 	case leading == false && before.leading == false && before.campaigning == false && before.leader == leader:
-		c.s.fail("%s: HandleBecomeFollower(%s) reported without a change", b.inc, leader)
+		c.fail("%s: HandleBecomeFollower(%s) reported without a change", b.inc, leader)
 	}
 	b.chk.observed = publicState{leading: leading, leader: leader}
 	if leading {
@@ -153,7 +165,7 @@ func (c *checker) callback(b *simActor, leading bool, leader gen.PID) {
 func (c *checker) afterEvent() {
 	var current []leadership
 	var currentTerms []uint64
-	var acting []*simActor
+	var leading []*simActor
 	for _, b := range c.list {
 		e := b.state
 		if e == nil {
@@ -162,7 +174,7 @@ func (c *checker) afterEvent() {
 		k := &b.chk
 		// 3: terms never decrease
 		if e.term < k.term {
-			c.s.fail("%s: term went back from %d to %d", b.inc, k.term, e.term)
+			c.fail("%s: term went back from %d to %d", b.inc, k.term, e.term)
 		}
 		k.term = e.term
 		c.maxTerm = max(c.maxTerm, e.term)
@@ -179,13 +191,13 @@ func (c *checker) afterEvent() {
 		public := e.public()
 		k.observed = public
 		if b.reported != public {
-			c.s.fail("%s: callbacks reported %+v but the state is %+v", b.inc, b.reported, public)
+			c.fail("%s: callbacks reported %+v but the state is %+v", b.inc, b.reported, public)
 		}
 		if e.role == roleLeader && k.last.leading == false {
-			c.s.fail("%s: leads term %d without HandleBecomeLeader", b.inc, e.term)
+			c.fail("%s: leads term %d without HandleBecomeLeader", b.inc, e.term)
 		}
 		if e.role != roleLeader && k.last.leading {
-			c.s.fail("%s: stopped leading without HandleBecomeFollower", b.inc)
+			c.fail("%s: stopped leading without HandleBecomeFollower", b.inc)
 		}
 
 		if e.role != roleLeader {
@@ -194,7 +206,7 @@ func (c *checker) afterEvent() {
 		}
 		// 4: no leader below the floor
 		if e.viewSize() < e.cfg.minClusterSize {
-			c.s.fail("%s: leads with view %d below MinClusterSize %d", b.inc, e.viewSize(), e.cfg.minClusterSize)
+			c.fail("%s: leads with view %d below MinClusterSize %d", b.inc, e.viewSize(), e.cfg.minClusterSize)
 		}
 		// 1: election safety, over the views the leaders won with
 		if k.wonTerm != e.term || k.won.inc == "" {
@@ -207,39 +219,42 @@ func (c *checker) afterEvent() {
 			if first, ok := c.leaderOfTerm[e.term]; ok == false {
 				c.leaderOfTerm[e.term] = k.won
 			} else if first.view == k.won.view && c.alive(first.inc) {
-				c.s.fail("two leaders in term %d over the same view %s: %s and later %s", e.term, k.won.view, first.inc, b.inc)
+				c.fail("two leaders in term %d over the same view %s: %s and later %s", e.term, k.won.view, first.inc, b.inc)
 			}
 		}
 		for i, other := range current {
 			if currentTerms[i] == e.term && other.view == k.won.view {
-				c.s.fail("two leaders at once in term %d over view %s: %s and %s", e.term, k.won.view, other.inc, b.inc)
+				c.fail("two leaders at once in term %d over view %s: %s and %s", e.term, k.won.view, other.inc, b.inc)
 			}
 		}
 		current = append(current, k.won)
 		currentTerms = append(currentTerms, e.term)
 		c.checkCutOff(b)
-		if e.switches.noResponseQuorum == false && b.IsLeader() {
-			acting = append(acting, b)
+		if e.switches.noResponseQuorum == false {
+			leading = append(leading, b)
 		}
 	}
-	if len(acting) > 1 {
-		c.checkActing(acting)
+	if len(leading) > 1 {
+		c.checkActing(leading)
 	}
 	if len(c.hooks) > 0 {
 		c.runHooks()
 	}
 }
 
-// checkActing is invariant 9: of the actors whose lease holds now, no two
-// share a view.
-func (c *checker) checkActing(acting []*simActor) {
+// checkActing is invariant 9: of the actors in the leader role whose lease
+// holds now, no two share a view. (Only when two are in the role: asking
+// IsLeader has the actor read what its hub recorded, which is most of the
+// simulator's work when many elections run.)
+func (c *checker) checkActing(leading []*simActor) {
+	acting := slices.DeleteFunc(leading, func(b *simActor) bool { return b.IsLeader() == false })
 	views := make([]string, len(acting))
 	for i, b := range acting {
 		views[i] = membersList(b.state)
 		for j := range i {
 			if views[j] == views[i] {
 				a := acting[j]
-				c.s.fail("two acting leaders at once over view %s: %s (term %d, lease until +%s) and %s (term %d, lease until +%s)",
+				c.fail("two acting leaders at once over view %s: %s (term %d, lease until +%s) and %s (term %d, lease until +%s)",
 					views[i], a.inc, a.state.term, a.state.leaseUntil.Sub(c.s.start), b.inc, b.state.term, b.state.leaseUntil.Sub(c.s.start))
 			}
 		}
@@ -268,7 +283,7 @@ func (c *checker) recordVote(b *simActor, term uint64, to gen.PID) {
 		c.votes[b.inc] = votes
 	}
 	if previous, ok := votes[term]; ok && previous != to {
-		c.s.fail("%s: voted for %s and then %s in term %d", b.inc, previous.Node, to.Node, term)
+		c.fail("%s: voted for %s and then %s in term %d", b.inc, previous.Node, to.Node, term)
 	}
 	votes[term] = to
 }
@@ -323,7 +338,7 @@ func (c *checker) checkVotesCounted(b *simActor) {
 			}
 		}
 		if granted == false {
-			c.s.fail("%s won term %d counting a vote from %s that was never granted to it", b.inc, e.term, node)
+			c.fail("%s won term %d counting a vote from %s that was never granted to it", b.inc, e.term, node)
 		}
 	}
 }
@@ -339,7 +354,7 @@ func (c *checker) checkMajoritySide(b *simActor) {
 		return
 	}
 	if got, want := len(b.state.votes), c.fullView/2+1; got < want {
-		c.s.fail("%s elected at term %d with %d votes, not a majority of the full view of %d", b.inc, b.term(), got, c.fullView)
+		c.fail("%s elected at term %d with %d votes, not a majority of the full view of %d", b.inc, b.term(), got, c.fullView)
 	}
 }
 
@@ -389,7 +404,7 @@ func (c *checker) checkCutOff(b *simActor) {
 	}
 	bound := e.cfg.electionTimeoutMin + e.cfg.heartbeatInterval + c.s.net.worstDelay() + time.Millisecond
 	if c.s.now.Sub(cut.since) > bound && c.runningOrLeading(b) {
-		c.s.fail("%s still leads term %d %s after being cut off from a quorum of %d (bound %s)", b.inc, e.term, c.s.now.Sub(cut.since), cut.quorum, bound)
+		c.fail("%s still leads term %d %s after being cut off from a quorum of %d (bound %s)", b.inc, e.term, c.s.now.Sub(cut.since), cut.quorum, bound)
 	}
 }
 

@@ -48,13 +48,13 @@ type (
 func (b *simActor) Init(args ...any) (Options, error) { return b.options, nil }
 
 func (b *simActor) HandleBecomeLeader() error {
-	b.sim.check.callback(b, true, gen.PID{})
+	b.cluster.check.callback(b, true, gen.PID{})
 	b.calls = append(b.calls, simCall{at: b.sim.now, leading: true, term: b.state.term, kind: b.ProcessKind()})
 	return nil
 }
 
 func (b *simActor) HandleBecomeFollower(leader gen.PID) error {
-	b.sim.check.callback(b, false, leader)
+	b.cluster.check.callback(b, false, leader)
 	b.calls = append(b.calls, simCall{at: b.sim.now, leader: leader, term: b.state.term, kind: b.ProcessKind()})
 	return nil
 }
@@ -75,7 +75,7 @@ func (b *simActor) HandleMessage(from gen.PID, message any) error {
 		listed := make(map[gen.Atom]bool)
 		for _, name := range m.names {
 			listed[name] = true
-			b.Join(gen.ProcessID{Name: simProcessName, Node: name})
+			b.Join(gen.ProcessID{Name: b.cluster.name, Node: name})
 		}
 		for _, pid := range b.membersNodes() {
 			if listed[pid] == false && m.joinOnly == false {
@@ -104,20 +104,52 @@ func (b *simActor) membersNodes() []gen.Atom {
 
 const simProcessName gen.Atom = "leader"
 
-// simCluster manages the deployment: which node names exist (the
-// "discovery" registry) and the actor running on each.
+// simCluster manages one election's deployment: which node names exist
+// (the "discovery" registry) and the election's actor on each. The nodes
+// belong to its fleet, which may run other elections on them as well
+// (sim_many_test.go): starting, crashing and stopping a node, retiring its
+// name and running discovery act on every election of the fleet.
 type simCluster struct {
 	sim      *simulator
+	fleet    *simFleet
+	check    *checker // the election's invariants
+	name     gen.Atom // the actors' registered name
 	options  Options
 	switches protocolSwitches
 	actors   map[gen.Atom]*simActor // current incarnation per live node
 	registry []gen.Atom             // what discovery lists
 	denyRate float64
+}
+
+// simFleet is the simulated nodes and the elections they all run, one
+// actor per election per node.
+type simFleet struct {
+	sim      *simulator
+	clusters []*simCluster
 	serial   int
 }
 
 func newSimCluster(sim *simulator, options Options, switches protocolSwitches) *simCluster {
-	return &simCluster{sim: sim, options: options, switches: switches, actors: make(map[gen.Atom]*simActor)}
+	return newSimFleet(sim, []Options{options}, switches).clusters[0]
+}
+
+// newSimFleet makes one election per options over the same nodes. The
+// first election is checked by the simulator's checker, each other one by
+// a checker of its own.
+func newSimFleet(sim *simulator, options []Options, switches protocolSwitches) *simFleet {
+	f := &simFleet{sim: sim}
+	for i, o := range options {
+		c := &simCluster{sim: sim, fleet: f, check: sim.check, name: simProcessName, options: o, switches: switches, actors: make(map[gen.Atom]*simActor)}
+		if len(options) > 1 {
+			c.name = gen.Atom(fmt.Sprintf("%s_%d", simProcessName, i))
+			if i > 0 {
+				c.check = sim.addChecker()
+			}
+			c.check.cluster = o.ClusterID
+		}
+		f.clusters = append(f.clusters, c)
+	}
+	return f
 }
 
 func (c *simCluster) cfg() config {
@@ -129,57 +161,77 @@ func (c *simCluster) cfg() config {
 }
 
 func (c *simCluster) newName() gen.Atom {
-	c.serial++
-	return gen.Atom(fmt.Sprintf("n%02d@sim", c.serial))
+	c.fleet.serial++
+	return gen.Atom(fmt.Sprintf("n%02d@sim", c.fleet.serial))
 }
 
 // start boots a node (new, or a restart of a crashed one under the same
-// name) with everything discovery lists as its bootstrap.
+// name) with every election of the fleet, each with everything its
+// discovery lists as its bootstrap, and returns this election's actor.
 func (c *simCluster) start(name gen.Atom) *simActor {
+	n := c.sim.addNode(name)
+	var mine *simActor
+	for _, e := range c.fleet.clusters {
+		if b := e.spawnOn(n); e == c {
+			mine = b
+		}
+	}
+	return mine
+}
+
+func (c *simCluster) spawnOn(n *simNode) *simActor {
+	name := n.name
 	if slices.Contains(c.registry, name) == false {
 		c.registry = append(c.registry, name)
 	}
-	n := c.sim.addNode(name)
 	options := c.options
 	options.Bootstrap = nil
 	for _, peer := range c.registry {
-		options.Bootstrap = append(options.Bootstrap, gen.ProcessID{Name: simProcessName, Node: peer})
+		options.Bootstrap = append(options.Bootstrap, gen.ProcessID{Name: c.name, Node: peer})
 	}
 	b := &simActor{sim: c.sim, cluster: c, options: options, inc: fmt.Sprintf("%s#%d", string(name), n.creation)}
 	b.clock = func() time.Time { return c.sim.now }
 	b.rng = rand.New(rand.NewPCG(c.sim.rng.Uint64(), c.sim.rng.Uint64()))
 	b.switches = c.switches
-	c.sim.note("START %s", b.inc)
-	if _, err := c.sim.spawn(n, simProcessName, b); err != nil {
-		c.sim.fail("%s failed to start: %s", name, err)
+	c.sim.note("START %s %s", b.inc, c.options.ClusterID)
+	if _, err := c.sim.spawn(n, c.name, b); err != nil {
+		c.sim.fail("%s failed to start %s: %s", name, c.options.ClusterID, err)
 		return nil
 	}
 	c.actors[name] = b
-	c.sim.check.started(b)
+	c.check.started(b)
 	return b
 }
 
+// crash crashes the node: every election's actor on it is gone.
 func (c *simCluster) crash(name gen.Atom) {
 	if c.actors[name] == nil {
 		return
 	}
-	delete(c.actors, name)
+	for _, e := range c.fleet.clusters {
+		delete(e.actors, name)
+	}
 	c.sim.crash(name)
 }
 
-// stop is a graceful stop: the actor receives the shutdown exit the node
-// sends on Stop, terminates (handing leadership over), then the node's
-// connections close.
+// stop is a graceful stop: every actor on the node receives the shutdown
+// exit the node sends on Stop and terminates (handing leadership over),
+// then the node's connections close.
 func (c *simCluster) stop(name gen.Atom) {
-	b := c.actors[name]
-	if b == nil {
+	if c.actors[name] == nil {
 		return
 	}
 	c.sim.note("STOP %s", name)
-	p := c.sim.process(b.PID())
-	delete(c.actors, name)
-	if p != nil {
-		p.push(p.mailbox.Urgent, gen.MailboxMessageTypeExit, p.Parent(), gen.MessageExitPID{PID: p.Parent(), Reason: gen.TerminateReasonShutdown})
+	for _, e := range c.fleet.clusters {
+		b := e.actors[name]
+		if b == nil {
+			continue
+		}
+		p := c.sim.process(b.PID())
+		delete(e.actors, name)
+		if p != nil {
+			p.push(p.mailbox.Urgent, gen.MailboxMessageTypeExit, p.Parent(), gen.MessageExitPID{PID: p.Parent(), Reason: gen.TerminateReasonShutdown})
+		}
 	}
 	creation := c.sim.nodes[name].creation
 	c.sim.after(time.Millisecond, "", func() {
@@ -190,21 +242,27 @@ func (c *simCluster) stop(name gen.Atom) {
 	})
 }
 
-// retire removes a name from discovery, as when a pod is replaced.
+// retire removes a name from every election's discovery, as when a pod
+// is replaced.
 func (c *simCluster) retire(name gen.Atom) {
-	c.registry = slices.DeleteFunc(c.registry, func(n gen.Atom) bool { return n == name })
+	for _, e := range c.fleet.clusters {
+		e.registry = slices.DeleteFunc(e.registry, func(n gen.Atom) bool { return n == name })
+	}
 }
 
-// discover runs every live actor's discovery loop once, each after a random
-// lag, so views converge the way they do in a real deployment.
+// discover runs every live actor's discovery loop once, in every election,
+// each after a random lag, so views converge the way they do in a real
+// deployment.
 func (c *simCluster) discover(maxLag time.Duration) {
-	names := slices.Clone(c.registry)
-	for _, name := range c.liveNames() {
-		lag := time.Duration(0)
-		if maxLag > 0 {
-			lag = time.Duration(c.sim.rng.Int64N(int64(maxLag)))
+	for _, e := range c.fleet.clusters {
+		names := slices.Clone(e.registry)
+		for _, name := range e.liveNames() {
+			lag := time.Duration(0)
+			if maxLag > 0 {
+				lag = time.Duration(c.sim.rng.Int64N(int64(maxLag)))
+			}
+			e.command(name, lag, simDiscover{names: names})
 		}
-		c.command(name, lag, simDiscover{names: names})
 	}
 }
 
@@ -230,11 +288,13 @@ func (c *simCluster) liveNames() []gen.Atom {
 	return names
 }
 
-// leaders returns the live actors that lead.
+// leaders returns the live actors that lead. The role is asked first:
+// IsLeader has the actor read what its hub recorded, which would make the
+// harness, not the actor's own steps, decide when that happens.
 func (c *simCluster) leaders() []*simActor {
 	var list []*simActor
 	for _, name := range c.liveNames() {
-		if b := c.actors[name]; b.IsLeader() {
+		if b := c.actors[name]; b.state != nil && b.state.role == roleLeader && b.IsLeader() {
 			list = append(list, b)
 		}
 	}
@@ -260,15 +320,21 @@ func (c *simCluster) converged() bool {
 // runUntilConverged runs until the cluster converges or limit passes, and
 // returns how long it took (or false).
 func (c *simCluster) runUntilConverged(limit time.Duration) (time.Duration, bool) {
-	begin := c.sim.now
+	return c.sim.runUntilTrue(limit, c.converged)
+}
+
+// runUntilTrue runs until done reports true or limit passes, and returns
+// how long it took (or false).
+func (s *simulator) runUntilTrue(limit time.Duration, done func() bool) (time.Duration, bool) {
+	begin := s.now
 	deadline := begin.Add(limit)
-	for c.sim.now.Before(deadline) && len(c.sim.failures) == 0 {
-		if c.converged() {
-			return c.sim.now.Sub(begin), true
+	for s.now.Before(deadline) && len(s.failures) == 0 {
+		if done() {
+			return s.now.Sub(begin), true
 		}
-		c.sim.runFor(time.Millisecond)
+		s.runFor(time.Millisecond)
 	}
-	return 0, c.converged()
+	return 0, done()
 }
 
 // --- network faults ---

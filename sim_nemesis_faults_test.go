@@ -529,18 +529,7 @@ func nemesisFault(c *simCluster, kind int) {
 		if l := c.leaders(); len(l) > 0 && r.IntN(4) != 0 {
 			b = l[0]
 		}
-		var cut []gen.Atom
-		switch r.IntN(4) {
-		case 0:
-			cut = c.others(b.PID().Node)
-		case 1:
-			for _, node := range c.others(b.PID().Node) {
-				if r.IntN(2) == 0 {
-					cut = append(cut, node)
-				}
-			}
-		}
-		c.stall(b, stallLength(s, c.cfg()), cut)
+		c.stall(b, stallLength(s, c.cfg()), stallCut(r, c.others(b.PID().Node)))
 	case faultRestartVoter:
 		preVote, deadline := r.IntN(2) == 0, s.now.Add(2*time.Second)
 		s.check.whenever(func() bool {
@@ -608,7 +597,7 @@ func nemesisFault(c *simCluster, kind int) {
 			return // adopted, or refused for another reason
 		}
 		if b.Term() != term || b.state.dropped["absurd_term"] != before+1 {
-			s.fail("%s: %s at term %d (its term %d) was not dropped as absurd_term", b.inc, describe(m), at, term)
+			c.check.fail("%s: %s at term %d (its term %d) was not dropped as absurd_term", b.inc, describe(m), at, term)
 		}
 	}
 }

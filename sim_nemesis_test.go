@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -65,10 +66,10 @@ func (b *simActor) userTick() {
 	}
 	b.ticks = append(b.ticks, t)
 	if t.isLeader && t.higher != nil && t.sameView {
-		b.sim.fail("%s: a user tick saw IsLeader() == true at term %d while %s leads term %d over the same view", b.inc, e.term, t.higher.inc, t.higher.state.term)
+		b.cluster.check.fail("%s: a user tick saw IsLeader() == true at term %d while %s leads term %d over the same view", b.inc, e.term, t.higher.inc, t.higher.state.term)
 	}
 	if e.role == roleLeader && e.quorum() > 1 && e.switches.noResponseQuorum == false && now.Before(e.holdUntil) == false {
-		b.sim.fail("%s: a user tick ran at term %d with the lease over for %s and no HandleBecomeFollower", b.inc, e.term, now.Sub(e.holdUntil))
+		b.cluster.check.fail("%s: a user tick ran at term %d with the lease over for %s and no HandleBecomeFollower", b.inc, e.term, now.Sub(e.holdUntil))
 	}
 }
 
@@ -105,6 +106,23 @@ func (c *simCluster) others(except ...gen.Atom) []gen.Atom {
 func stallLength(s *simulator, cfg config) time.Duration {
 	lo := 50 * time.Millisecond
 	return lo + time.Duration(s.rng.Int64N(int64(3*cfg.electionTimeoutMax-lo)))
+}
+
+// stallCut draws the links a stalling node loses at the same instant:
+// those to all the others, to a random subset of them, or none.
+func stallCut(r *rand.Rand, others []gen.Atom) []gen.Atom {
+	var cut []gen.Atom
+	switch r.IntN(4) {
+	case 0:
+		cut = others
+	case 1:
+		for _, node := range others {
+			if r.IntN(2) == 0 {
+				cut = append(cut, node)
+			}
+		}
+	}
+	return cut
 }
 
 // stallModes are what happens to the stalled node's links, or which node stalls.
@@ -239,7 +257,7 @@ func (c *simCluster) quietWatch(b *simActor) {
 	end := b.state.startedAt.Add(b.state.quietPeriod())
 	c.sim.check.whenever(func() bool {
 		if b.state.votedFor != (gen.PID{}) && c.sim.now.Before(end) {
-			c.sim.fail("%s granted its vote to %s at term %d during its quiet period", b.inc, b.state.votedFor, b.state.term)
+			c.check.fail("%s granted its vote to %s at term %d during its quiet period", b.inc, b.state.votedFor, b.state.term)
 		}
 		return c.sim.now.Before(end) == false || c.actors[b.PID().Node] != b
 	})

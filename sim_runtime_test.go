@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"ergo.services/ergo/gen"
-	"ergo.services/ergo/lib"
 )
 
 // The deterministic simulator runs the library's own Actor for N nodes in
@@ -89,14 +88,19 @@ type simulator struct {
 	lastSend map[[2]gen.Atom]time.Time // FIFO delivery per directed link
 
 	nodes     map[gen.Atom]*simNode
-	monitors  map[gen.PID]map[gen.PID]bool // target -> watchers
+	monitors  map[gen.PID]map[gen.PID]bool  // target -> watchers
+	nodeMons  map[gen.PID]map[gen.Atom]bool // watcher -> the nodes whose connection it monitors
 	creations int64
 
 	trace    []string
 	tracing  bool // keep the trace; off by default for speed, a failing seed replays with it on
 	verbose  bool
 	failures []string
-	check    *checker
+	check    *checker                                // the first election's invariants
+	checks   []*checker                              // every election's, check among them
+	replay   string                                  // the test that replays a seed
+	setting  string                                  // the environment it replays under, beyond the seed
+	observe  func(from gen.PID, to any, message any) // sees every send, when set
 	logs     bool
 	warnings []string // every warning and error logged, for tests to assert on
 }
@@ -123,9 +127,18 @@ func newSimulator(seed uint64, network simNetwork) *simulator {
 		lastSend: make(map[[2]gen.Atom]time.Time),
 		nodes:    make(map[gen.Atom]*simNode),
 		monitors: make(map[gen.PID]map[gen.PID]bool),
+		nodeMons: make(map[gen.PID]map[gen.Atom]bool),
 	}
-	s.check = newChecker(s)
+	s.check = s.addChecker()
+	s.replay = "TestSimulationRandomSeeds"
 	return s
+}
+
+// addChecker adds the checker of one more election.
+func (s *simulator) addChecker() *checker {
+	c := newChecker(s)
+	s.checks = append(s.checks, c)
+	return c
 }
 
 func (s *simulator) elapsed() time.Duration { return s.now.Sub(s.start) }
@@ -153,7 +166,9 @@ func (s *simulator) runUntil(limit time.Time) {
 			s.note("%s", next.what)
 		}
 		next.fn()
-		s.check.afterEvent()
+		for _, c := range s.checks {
+			c.afterEvent()
+		}
 	}
 	if s.now.Before(limit) {
 		s.now = limit
@@ -187,15 +202,15 @@ func (s *simulator) fail(format string, args ...any) {
 // without tracing say how to replay the seed with it.
 func (s *simulator) report() string {
 	if s.tracing == false {
-		return fmt.Sprintf("seed %d: %s\nreplay with the trace: LEADER_SIM_SEED=%d LEADER_SIM_VERBOSE=1 go test -run %s -v .",
-			s.seed, strings.Join(s.failures, "; "), s.seed, "TestSimulation")
+		return fmt.Sprintf("seed %d: %s\nreplay with the trace: %sLEADER_SIM_SEED=%d LEADER_SIM_VERBOSE=1 go test -run '^%s$' -v .",
+			s.seed, strings.Join(s.failures, "; "), s.setting, s.seed, s.replay)
 	}
 	last := s.trace
-	if len(last) > 80 {
-		last = last[len(last)-80:]
+	if n := 80 + len(s.failures); len(last) > n {
+		last = last[len(last)-n:]
 	}
-	return fmt.Sprintf("seed %d: %s\nreplay: LEADER_SIM_SEED=%d LEADER_SIM_VERBOSE=1 go test -run TestSimulationRandomSeeds .\nlast events:\n%s",
-		s.seed, strings.Join(s.failures, "; "), s.seed, strings.Join(last, "\n"))
+	return fmt.Sprintf("seed %d: %s\nreplay: %sLEADER_SIM_SEED=%d LEADER_SIM_VERBOSE=1 go test -run '^%s$' .\nlast events:\n%s",
+		s.seed, strings.Join(s.failures, "; "), s.setting, s.seed, s.replay, strings.Join(last, "\n"))
 }
 
 // --- nodes and connections ---
@@ -245,7 +260,24 @@ func (s *simulator) disconnect(a, b gen.Atom) {
 		return
 	}
 	delete(s.conns, key)
+	// what the old connection still carried is lost with it (the sends
+	// check the epoch); a new connection does not wait behind it
+	delete(s.lastSend, [2]gen.Atom{a, b})
+	delete(s.lastSend, [2]gen.Atom{b, a})
 	s.note("connection %s <-> %s dropped", a, b)
+	for _, watcher := range sortedPIDs(s.nodeMons) {
+		for _, pair := range [][2]gen.Atom{{a, b}, {b, a}} {
+			if watcher.Node == pair[0] && s.nodeMons[watcher][pair[1]] {
+				delete(s.nodeMons[watcher], pair[1])
+				peer := pair[1]
+				s.after(s.delay(), "", func() {
+					if p := s.process(watcher); p != nil {
+						p.push(p.mailbox.System, gen.MailboxMessageTypeRegular, simCorePID(s.nodes[watcher.Node]), gen.MessageDownNode{Name: peer})
+					}
+				})
+			}
+		}
+	}
 	for _, target := range sortedPIDs(s.monitors) {
 		watchers := s.monitors[target]
 		for _, watcher := range sortedPIDs(watchers) {
@@ -301,6 +333,9 @@ func (s *simulator) send(from gen.PID, to any, message any) error {
 	dst := targetNode(to)
 	if dst == "" {
 		return gen.ErrUnsupported
+	}
+	if s.observe != nil {
+		s.observe(from, to, message)
 	}
 	desc := ""
 	if s.tracing {
@@ -432,7 +467,9 @@ func (s *simulator) crash(name gen.Atom) {
 	s.note("CRASH %s", name)
 	for _, p := range n.procs {
 		p.state = gen.ProcessStateTerminated
-		s.check.terminated(p)
+		if c := p.checker(); c != nil {
+			c.terminated(p)
+		}
 	}
 	others := make([]gen.Atom, 0, len(s.nodes))
 	for other := range s.nodes {
@@ -471,317 +508,27 @@ func sortedPIDs[V any](m map[gen.PID]V) []gen.PID {
 func describe(message any) string {
 	switch m := message.(type) {
 	case msgHeartbeat:
-		return fmt.Sprintf("Heartbeat{t%d}", m.Term)
+		return fmt.Sprintf("Heartbeat{%s t%d}", m.ClusterID, m.Term)
 	case msgHeartbeatAck:
-		return fmt.Sprintf("HeartbeatAck{t%d}", m.Term)
+		return fmt.Sprintf("HeartbeatAck{%s t%d}", m.ClusterID, m.Term)
 	case msgVote:
-		return fmt.Sprintf("Vote{t%d}", m.Term)
+		return fmt.Sprintf("Vote{%s t%d}", m.ClusterID, m.Term)
 	case msgVoteReply:
-		return fmt.Sprintf("VoteReply{t%d %v}", m.Term, m.Granted)
+		return fmt.Sprintf("VoteReply{%s t%d %v}", m.ClusterID, m.Term, m.Granted)
 	case msgPreVote:
-		return fmt.Sprintf("PreVote{t%d}", m.Term)
+		return fmt.Sprintf("PreVote{%s t%d}", m.ClusterID, m.Term)
 	case msgPreVoteReply:
-		return fmt.Sprintf("PreVoteReply{t%d %v}", m.Term, m.Granted)
+		return fmt.Sprintf("PreVoteReply{%s t%d %v}", m.ClusterID, m.Term, m.Granted)
 	case msgHello:
-		return fmt.Sprintf("Hello{t%d}", m.Term)
+		return fmt.Sprintf("Hello{%s t%d}", m.ClusterID, m.Term)
 	case msgHelloReply:
-		return fmt.Sprintf("HelloReply{t%d}", m.Term)
+		return fmt.Sprintf("HelloReply{%s t%d}", m.ClusterID, m.Term)
 	case msgTimeoutNow:
-		return fmt.Sprintf("TimeoutNow{t%d}", m.Term)
+		return fmt.Sprintf("TimeoutNow{%s t%d}", m.ClusterID, m.Term)
 	case msgBeats:
 		return fmt.Sprintf("Beats{%d}", len(m.Beats))
 	case msgBeatAcks:
 		return fmt.Sprintf("BeatAcks{%d}", len(m.Acks))
 	}
 	return fmt.Sprintf("%T", message)
-}
-
-// --- the gen.Process the actor runs on ---
-
-// simProcess implements the part of gen.Process the leader actor uses. The
-// embedded interface is nil: calling anything else panics, which the
-// checker reports, so the simulator cannot silently diverge from what the
-// actor really needs from the framework.
-type simProcess struct {
-	gen.Process
-	sim      *simulator
-	node     *simNode
-	pid      gen.PID
-	name     gen.Atom
-	behavior gen.ProcessBehavior
-	mailbox  gen.ProcessMailbox
-	state    gen.ProcessState
-	kind     gen.ProcessKind
-	log      simLog
-	paused   bool // a stall: messages queue up, nothing runs
-	parent   gen.PID
-	events   []Leadership // the Leadership events it published, in order
-}
-
-// RegisterEvent accepts the actor's leadership event; SendEvent records what
-// it publishes, so tests can read the events of a process.
-func (p *simProcess) RegisterEvent(name gen.Atom, options gen.EventOptions) (gen.Ref, error) {
-	return gen.Ref{Node: p.pid.Node, ID: [3]uint64{p.pid.ID, 1, 1}}, nil
-}
-func (p *simProcess) SendEvent(name gen.Atom, token gen.Ref, message any) error {
-	if l, ok := message.(Leadership); ok {
-		p.events = append(p.events, l)
-	}
-	return nil
-}
-
-// Spawn starts a child process on the same node (the actor's dialer).
-func (p *simProcess) Spawn(factory gen.ProcessFactory, options gen.ProcessOptions, args ...any) (gen.PID, error) {
-	child, err := p.sim.spawnChild(p.node, "", factory(), p.pid, args...)
-	if err != nil {
-		return gen.PID{}, err
-	}
-	return child.pid, nil
-}
-
-// pause stops the process from running for d, as a blocked callback or a
-// long pause of its goroutine would; then it drains everything that queued
-// up. An election actor is then in the middle of a step, so what it shared
-// with the node's liveness hub is withdrawn, as at the start of every step
-// (coalesce.go): the hub does not answer or renew for it meanwhile.
-func (p *simProcess) pause(d time.Duration) {
-	p.paused = true
-	if a, ok := p.behavior.(interface{ stepBegins() }); ok {
-		a.stepBegins()
-	}
-	p.sim.note("STALL %s for %s", p.pid.Node, d)
-	p.sim.after(d, "RESUME "+string(p.pid.Node), func() {
-		p.paused = false
-		p.run()
-	})
-}
-
-func (s *simulator) spawn(n *simNode, name gen.Atom, behavior gen.ProcessBehavior) (*simProcess, error) {
-	return s.spawnChild(n, name, behavior, simCorePID(n))
-}
-
-func (s *simulator) spawnChild(n *simNode, name gen.Atom, behavior gen.ProcessBehavior, parent gen.PID, args ...any) (*simProcess, error) {
-	n.nextID++
-	p := &simProcess{
-		parent:   parent,
-		sim:      s,
-		node:     n,
-		pid:      gen.PID{Node: n.name, ID: n.nextID, Creation: n.creation},
-		name:     name,
-		behavior: behavior,
-		mailbox: gen.ProcessMailbox{
-			Main: lib.NewQueueMPSC(), System: lib.NewQueueMPSC(), Urgent: lib.NewQueueMPSC(), Log: lib.NewQueueMPSC(),
-		},
-		state: gen.ProcessStateInit,
-	}
-	p.log = simLog{p: p}
-	n.procs[p.pid.ID] = p
-	if name != "" {
-		n.names[name] = p
-	}
-	if err := behavior.ProcessInit(p, args...); err != nil {
-		delete(n.procs, p.pid.ID)
-		if name != "" {
-			delete(n.names, name)
-		}
-		return nil, err
-	}
-	p.state = gen.ProcessStateSleep
-	return p, nil
-}
-
-// push delivers into one of the mailbox queues and runs the actor until its
-// mailbox is drained, as the framework's run loop does.
-func (p *simProcess) push(queue lib.QueueMPSC, kind gen.MailboxMessageType, from gen.PID, message any) {
-	if p.state == gen.ProcessStateTerminated {
-		return
-	}
-	m := gen.TakeMailboxMessage()
-	m.Type, m.From, m.Message = kind, from, message
-	queue.Push(m)
-	p.run()
-}
-
-func (p *simProcess) run() {
-	if p.paused || p.state == gen.ProcessStateTerminated {
-		return
-	}
-	p.state = gen.ProcessStateRunning
-	reason := p.behavior.ProcessRun()
-	if reason == nil {
-		p.state = gen.ProcessStateSleep
-		return
-	}
-	p.terminate(reason)
-}
-
-func (p *simProcess) terminate(reason error) {
-	p.state = gen.ProcessStateTerminated
-	delete(p.node.procs, p.pid.ID)
-	delete(p.node.names, p.name)
-	p.sim.note("%s terminated: %s", p.pid.Node, reason)
-	p.sim.check.terminated(p)
-	if reason == gen.TerminateReasonPanic {
-		p.sim.fail("%s panicked", p.pid.Node)
-	}
-	p.sim.terminated(p.pid, reason)
-	p.behavior.ProcessTerminate(reason)
-}
-
-func (p *simProcess) PID() gen.PID                  { return p.pid }
-func (p *simProcess) Name() gen.Atom                { return p.name }
-func (p *simProcess) Parent() gen.PID               { return p.parent }
-func (p *simProcess) State() gen.ProcessState       { return p.state }
-func (p *simProcess) Mailbox() gen.ProcessMailbox   { return p.mailbox }
-func (p *simProcess) Behavior() gen.ProcessBehavior { return p.behavior }
-func (p *simProcess) Log() gen.Log                  { return &p.log }
-func (p *simProcess) Node() gen.Node                { return simGenNode{name: p.pid.Node, sim: p.sim} }
-func (p *simProcess) SetProcessKind(k gen.ProcessKind) error {
-	p.kind = k
-	p.sim.check.kindSet(p.pid, k)
-	return nil
-}
-func (p *simProcess) Send(to any, message any) error {
-	if reply, ok := message.(msgVoteReply); ok && reply.Granted {
-		p.sim.check.voteSent(p.pid, reply.Term, to)
-	}
-	return p.sim.send(p.pid, to, message)
-}
-func (p *simProcess) Monitor(target any) error {
-	pid, ok := target.(gen.PID)
-	if ok == false {
-		return gen.ErrUnsupported
-	}
-	return p.sim.monitor(p.pid, pid)
-}
-func (p *simProcess) Demonitor(target any) error {
-	if pid, ok := target.(gen.PID); ok {
-		p.sim.demonitor(p.pid, pid)
-	}
-	return nil
-}
-func (p *simProcess) SendResponse(to gen.PID, ref gen.Ref, message any) error { return nil }
-
-// SendExit delivers an exit signal to a local process, as the framework
-// does: into its Urgent queue.
-func (p *simProcess) SendExit(to gen.PID, reason error) error {
-	target := p.sim.process(to)
-	if target == nil {
-		return gen.ErrProcessUnknown
-	}
-	target.push(target.mailbox.Urgent, gen.MailboxMessageTypeExit, p.pid, gen.MessageExitPID{PID: p.pid, Reason: reason})
-	return nil
-}
-func (p *simProcess) SendResponseError(to gen.PID, ref gen.Ref, err error) error {
-	return nil
-}
-
-// SendAfter schedules a virtual timer; the CancelFunc reports whether the
-// timer was stopped before it fired, as time.Timer.Stop does.
-func (p *simProcess) SendAfter(to any, message any, after time.Duration) (gen.CancelFunc, error) {
-	fired, cancelled := false, false
-	p.sim.after(after, "", func() {
-		if cancelled {
-			return
-		}
-		fired = true
-		if target := p.sim.process(to); target != nil {
-			target.push(target.mailbox.Main, gen.MailboxMessageTypeRegular, p.pid, message)
-		}
-	})
-	return func() bool {
-		if fired || cancelled {
-			return false
-		}
-		cancelled = true
-		return true
-	}, nil
-}
-
-// simGenNode and simGenNetwork answer what the actor asks the framework
-// about the network: whether a connection exists, and connecting (from the
-// dialer). A simulated node has no codec, so the registration check sees a
-// disabled network.
-type simGenNode struct {
-	gen.Node
-	name gen.Atom
-	sim  *simulator
-}
-
-func (n simGenNode) Name() gen.Atom       { return n.name }
-func (n simGenNode) PID() gen.PID         { return simCorePID(n.sim.nodes[n.name]) }
-func (n simGenNode) Network() gen.Network { return simGenNetwork{self: n.name, sim: n.sim} }
-
-// SpawnRegister starts a named process on the node (the liveness hub).
-func (n simGenNode) SpawnRegister(name gen.Atom, factory gen.ProcessFactory, options gen.ProcessOptions, args ...any) (gen.PID, error) {
-	node := n.sim.nodes[n.name]
-	if _, taken := node.names[name]; taken {
-		return gen.PID{}, gen.ErrTaken
-	}
-	p, err := n.sim.spawnChild(node, name, factory(), simCorePID(node), args...)
-	if err != nil {
-		return gen.PID{}, err
-	}
-	return p.pid, nil
-}
-
-type simGenNetwork struct {
-	gen.Network
-	self gen.Atom
-	sim  *simulator
-}
-
-func (simGenNetwork) Mode() gen.NetworkMode { return gen.NetworkModeDisabled }
-
-func (n simGenNetwork) Node(name gen.Atom) (gen.RemoteNode, error) {
-	if n.sim.conns[pairKey(n.self, name)] == 0 {
-		return nil, gen.ErrNoConnection
-	}
-	return simRemoteNode{self: n.self, peer: name, sim: n.sim}, nil
-}
-
-// simRemoteNode is a connection as the dialer sees it: it can drop it.
-type simRemoteNode struct {
-	gen.RemoteNode
-	self, peer gen.Atom
-	sim        *simulator
-}
-
-func (r simRemoteNode) Disconnect() {
-	r.sim.note("connection %s <-> %s reset by %s", r.self, r.peer, r.self)
-	r.sim.disconnect(r.self, r.peer)
-}
-
-func (n simGenNetwork) GetNode(name gen.Atom) (gen.RemoteNode, error) {
-	if n.sim.connect(n.self, name) == 0 {
-		return nil, gen.ErrNoRoute
-	}
-	return nil, nil
-}
-
-// simLog sends the actor's log lines to the trace when logs are enabled.
-type simLog struct {
-	gen.Log
-	p *simProcess
-}
-
-func (l *simLog) line(level, format string, args ...any) {
-	if level == "warning" || level == "error" {
-		l.p.sim.warnings = append(l.p.sim.warnings, fmt.Sprintf(format, args...))
-	}
-	if l.p.sim.logs {
-		l.p.sim.note("%s [%s] %s", l.p.pid.Node, level, fmt.Sprintf(format, args...))
-	}
-}
-func (l *simLog) Level() gen.LogLevel              { return gen.LogLevelDebug }
-func (l *simLog) Trace(format string, args ...any) { l.line("trace", format, args...) }
-func (l *simLog) Debug(format string, args ...any) { l.line("debug", format, args...) }
-func (l *simLog) Info(format string, args ...any)  { l.line("info", format, args...) }
-func (l *simLog) Warning(format string, args ...any) {
-	l.line("warning", format, args...)
-}
-func (l *simLog) Error(format string, args ...any) { l.line("error", format, args...) }
-func (l *simLog) Panic(format string, args ...any) {
-	l.line("panic", format, args...)
-	l.p.sim.fail("%s logged a panic: %s", l.p.pid.Node, fmt.Sprintf(format, args...))
 }

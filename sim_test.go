@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -49,16 +50,23 @@ func requireNoViolation(t testing.TB, s *simulator) {
 }
 
 func startSimCluster(s *simulator, n int, options Options, switches protocolSwitches) (*simCluster, []gen.Atom) {
-	c := newSimCluster(s, options, switches)
+	f, names := startSimFleet(s, n, []Options{options}, switches)
+	return f.clusters[0], names
+}
+
+// startSimFleet starts n nodes that run one election per options.
+func startSimFleet(s *simulator, n int, elections []Options, switches protocolSwitches) (*simFleet, []gen.Atom) {
+	f := newSimFleet(s, elections, switches)
+	c := f.clusters[0]
 	var names []gen.Atom
 	for i := 0; i < n; i++ {
 		names = append(names, c.newName())
 	}
-	c.registry = slices.Clone(names)
+	f.list(names)
 	for _, name := range names {
 		c.start(name)
 	}
-	return c, names
+	return f, names
 }
 
 // TestSimulationColdStart: five nodes elect one leader that all follow.
@@ -169,22 +177,28 @@ func seedCount(t *testing.T, fallback int) int {
 // invariant after every event, then liveness after the last fault heals.
 // LEADER_SIM_SEED replays one seed; LEADER_SIM_SEEDS sets how many run.
 func TestSimulationRandomSeeds(t *testing.T) {
+	randomSeeds(t, 2000, func(seed uint64, trace bool) scenarioResult {
+		return runRandomScenario(t, seed, protocolSwitches{}, trace)
+	})
+}
+
+// randomSeeds runs a test of random scenarios: the seed LEADER_SIM_SEED
+// names, with the trace, or seeds 1..seedCount on every core; the lowest
+// failing seed runs again with the trace on, for a readable report.
+func randomSeeds(t *testing.T, fallback int, run func(seed uint64, trace bool) scenarioResult) {
 	if v := os.Getenv("LEADER_SIM_SEED"); v != "" {
 		seed, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			t.Fatal(err)
 		}
-		result := runRandomScenario(t, seed, protocolSwitches{}, true)
-		requireNoViolation(t, result.sim)
+		requireNoViolation(t, run(seed, true).sim)
 		return
 	}
-	n := seedCount(t, 2000)
+	n := seedCount(t, fallback)
 	begin := time.Now()
-	stats, failed := runSeeds(t, n, protocolSwitches{})
+	stats, failed := runSeeds(n, run)
 	if failed != 0 {
-		// replay the failing seed with the trace on, for a readable report
-		result := runRandomScenario(t, failed, protocolSwitches{}, true)
-		t.Fatal(result.sim.report())
+		t.Fatal(run(failed, true).sim.report())
 	}
 	elapsed := time.Since(begin)
 	t.Logf("%d seeds in %s: %s; %.0f simulated leader elections per second", n, elapsed.Round(time.Millisecond), stats,
@@ -193,7 +207,7 @@ func TestSimulationRandomSeeds(t *testing.T) {
 
 // runSeeds runs seeds 1..n on every core, each simulation on its own, and
 // returns the statistics and the lowest failing seed (0 if none failed).
-func runSeeds(t testing.TB, n int, switches protocolSwitches) (*scenarioStats, uint64) {
+func runSeeds(n int, run func(seed uint64, trace bool) scenarioResult) (*scenarioStats, uint64) {
 	stats := newScenarioStats()
 	var mu sync.Mutex
 	var failed uint64
@@ -204,7 +218,7 @@ func runSeeds(t testing.TB, n int, switches protocolSwitches) (*scenarioStats, u
 		go func() {
 			defer wg.Done()
 			for seed := range next {
-				result := runRandomScenario(t, seed, switches, false)
+				result := run(seed, false)
 				mu.Lock()
 				if len(result.sim.failures) > 0 && (failed == 0 || seed < failed) {
 					failed = seed
@@ -287,10 +301,26 @@ func runRandomScenario(t testing.TB, seed uint64, switches protocolSwitches, tra
 // only partitions, heals and step-downs over a view that cannot shrink
 // (GhostTTL beyond the run), which is where invariant 5 applies.
 func runScenario(t testing.TB, seed uint64, switches protocolSwitches, trace, connectivityOnly bool) scenarioResult {
-	s := newSimTest(t, seed, simNetwork{})
-	s.tracing = s.tracing || trace
-	r := s.rng
-	s.net = simNetwork{
+	mode := scenarioOne
+	if connectivityOnly {
+		mode = scenarioConnectivity
+	}
+	return runFleetScenario(t, seed, switches, trace, mode)
+}
+
+// scenarioMode is what a random scenario runs.
+type scenarioMode int
+
+const (
+	scenarioOne          scenarioMode = iota // one election, every fault kind
+	scenarioConnectivity                     // one election, connectivity faults over a view that cannot shrink
+	scenarioMany                             // several elections over the same nodes (sim_many_test.go)
+)
+
+// randomNetwork draws the network of a random scenario: delays, loss,
+// duplication, reordering, and sometimes stragglers.
+func randomNetwork(r *rand.Rand) simNetwork {
+	n := simNetwork{
 		minDelay: time.Duration(50+r.IntN(500)) * time.Microsecond,
 		maxDelay: time.Duration(1+r.IntN(15)) * time.Millisecond,
 		dropRate: []float64{0, 0, 0.01, 0.05}[r.IntN(4)],
@@ -298,24 +328,43 @@ func runScenario(t testing.TB, seed uint64, switches protocolSwitches, trace, co
 		reorder:  r.IntN(2) == 0,
 	}
 	if r.IntN(4) == 0 {
-		s.net.stragglerRate = []float64{0.01, 0.05}[r.IntN(2)]
-		s.net.stragglerMax = 600 * time.Millisecond
+		n.stragglerRate = []float64{0.01, 0.05}[r.IntN(2)]
+		n.stragglerMax = 600 * time.Millisecond
 	}
+	return n
+}
+
+func runFleetScenario(t testing.TB, seed uint64, switches protocolSwitches, trace bool, mode scenarioMode) scenarioResult {
+	s := newSimTest(t, seed, simNetwork{})
+	s.tracing = s.tracing || trace
+	r := s.rng
+	s.net = randomNetwork(r)
 	size := []int{3, 5, 5, 7}[r.IntN(4)]
+	if mode == scenarioMany {
+		size = 3 + r.IntN(5)
+	}
 	options := simOptions()
 	if r.IntN(3) == 0 {
 		options.MinClusterSize = size/2 + 1
 	}
-	if connectivityOnly {
+	if mode == scenarioConnectivity {
 		options.GhostTTL = 3_600_000
 		s.check.fullView = size
 	}
-	c := newSimCluster(s, options, switches)
+	elections := []Options{options}
+	if mode == scenarioMany {
+		elections = manyOptions(r, options)
+		s.replay = "TestSimulationManyClusters"
+		s.net.stragglerRate = min(s.net.stragglerRate, manyStragglerRate(t, s))
+	}
+	s.note("SCENARIO %d nodes, %d elections, network %+v", size, len(elections), s.net)
+	f := newSimFleet(s, elections, switches)
+	c := f.clusters[0]
 	var names []gen.Atom
 	for i := 0; i < size; i++ {
 		names = append(names, c.newName())
 	}
-	c.registry = slices.Clone(names)
+	f.list(names)
 	for _, name := range names {
 		s.after(time.Duration(r.IntN(200))*time.Millisecond, "", func() { c.start(name) })
 	}
@@ -334,28 +383,44 @@ func runScenario(t testing.TB, seed uint64, switches protocolSwitches, trace, co
 	faults := 2 + r.IntN(8)
 	for i := 0; i < faults; i++ {
 		at := time.Duration(300+r.IntN(2300)) * time.Millisecond
-		kind := r.IntN(numFaultKinds)
-		if connectivityOnly {
+		var kind int
+		switch mode {
+		case scenarioOne:
+			kind = r.IntN(numFaultKinds)
+		case scenarioConnectivity:
 			kind = []int{0, 1, 3, 7}[r.IntN(4)]
+		case scenarioMany:
+			kind = r.IntN(numFleetFaultKinds)
 		}
-		s.at(s.start.Add(at), "", func() { randomFault(c, kind) })
+		s.at(s.start.Add(at), "", func() { f.fault(kind) })
 	}
 	s.runUntil(s.start.Add(horizon))
 
 	// the last fault heals: links, crashed nodes, denials
 	c.heal()
-	c.denyRate = 0
+	for _, e := range f.clusters {
+		e.denyRate = 0
+	}
 	for _, name := range slices.Clone(c.registry) {
 		if c.actors[name] == nil {
 			c.start(name)
 		}
 	}
 	c.discover(0)
-	took, ok := c.runUntilConverged(livenessBound(c.cfg()))
+	bound := f.livenessBound()
+	took, ok := f.runUntilConverged(bound)
 	if ok == false && len(s.failures) == 0 {
-		s.fail("liveness: no single leader followed by all within %s after the last heal (leaders %d)", livenessBound(c.cfg()), len(c.leaders()))
+		for _, e := range f.clusters {
+			if e.converged() == false {
+				e.check.fail("liveness: no single leader followed by all within %s after the last heal (leaders %d)", bound, len(e.leaders()))
+			}
+		}
 	}
-	return scenarioResult{sim: s, healToLead: took, elections: s.check.leaderChanges}
+	elected := 0
+	for _, check := range s.checks {
+		elected += check.leaderChanges
+	}
+	return scenarioResult{sim: s, healToLead: took, elections: elected}
 }
 
 // randomFault applies one fault of the given kind to a random target.
