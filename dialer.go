@@ -2,6 +2,8 @@ package leader
 
 import (
 	"errors"
+	"sync"
+	"time"
 
 	"ergo.services/ergo/gen"
 	"ergo.services/ergo/lib"
@@ -172,10 +174,48 @@ func (a *Actor) resetConnection(node gen.Atom) {
 	if a.connected(node) == false {
 		return // nothing to reset; sends by name make the dialer connect
 	}
+	if connectionResets.claim(a.Node(), node, a.clock(), a.state.silenceBound()) == false {
+		return // another election on this node reset it just now
+	}
 	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected; "+
 		"resetting the connection (a link that drops packets, or a simultaneous connect that left both sides waiting)",
 		a.state.cfg.clusterID, node, a.state.silenceBound())
 	a.askDialer(dialRequest{Node: node, Reset: true})
+}
+
+// connectionResets spaces out the resets of one connection by all the
+// elections of an OS process: they share the connection, and when it goes
+// silent each of them notices. One reset per silenceBound is enough for
+// all; more would drop everybody's monitors again and again.
+var connectionResets resetBoard
+
+// resetBoard records when each connection was last reset, by node (the
+// gen.Node itself, not its name: one OS process may run several nodes of
+// the same name one after the other, or, in tests, side by side).
+type resetBoard struct {
+	mu   sync.Mutex
+	last map[resetKey]time.Time
+}
+
+type resetKey struct {
+	node gen.Node
+	peer gen.Atom
+}
+
+// claim reports whether the connection from node to peer may be reset at
+// now (none was within bound), and records the reset if so.
+func (b *resetBoard) claim(node gen.Node, peer gen.Atom, now time.Time, bound time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	key := resetKey{node: node, peer: peer}
+	if at, ok := b.last[key]; ok && now.Sub(at) < bound && now.Sub(at) >= 0 {
+		return false
+	}
+	if b.last == nil {
+		b.last = make(map[resetKey]time.Time)
+	}
+	b.last[key] = now
+	return true
 }
 
 // askDialer sends request to the dialer, starting it on first use.
