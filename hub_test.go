@@ -1,0 +1,134 @@
+package leader
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// newTestHub is a hub on node "a" with a scripted process and one slot per
+// actor given.
+func newTestHub(slots ...*slot) (*hub, *scriptedProcess) {
+	p := &scriptedProcess{self: gen.PID{Node: node("a"), ID: 3, Creation: 1}}
+	h := &hub{process: p, clock: func() time.Time { return t0 }}
+	h.slots = make(map[gen.PID]*slot)
+	h.byCluster = make(map[string][]*slot)
+	h.peers = make(map[gen.Atom]hubPeer)
+	for _, s := range slots {
+		h.slots[s.actor] = s
+		h.order = append(h.order, s.actor)
+		h.byCluster[s.cluster] = append(h.byCluster[s.cluster], s)
+	}
+	return h, p
+}
+
+// The hub answers a round only for a follower that allowed it, for exactly
+// that leader and term; it hands the others to their actors, says which
+// elections it cannot serve at all, and ignores a hub that speaks for
+// another node's leaders.
+func TestHubAnswersOnlyWhatItWasAllowedTo(t *testing.T) {
+	follower := &slot{cluster: "c", actor: pid("a"), follow: pid("b"), followTerm: 4}
+	h, p := newTestHub(follower)
+	peerHub := gen.PID{Node: node("b"), ID: 3, Creation: 1}
+	h.beats(peerHub, msgBeats{Beats: []beatEntry{
+		{ClusterID: "c", Term: 4, Leader: pid("b"), Round: 7},              // allowed
+		{ClusterID: "c", Term: 5, Leader: pid("b"), Round: 1},              // another term: the actor decides
+		{ClusterID: "c", Term: 4, Leader: pid("x"), Round: 8},              // a leader on another node: ignored
+		{ClusterID: "nobody", Term: 1, Leader: pid("b"), Round: 1},         // no actor here
+		{ClusterID: "c", Term: math.MaxUint64, Leader: pid("b"), Round: 0}, // absurd: the actor decides
+	}})
+	require.Len(t, p.sent, 3)
+	assert.Equal(t, hubBeat{ClusterID: "c", Term: 5, Leader: pid("b"), Round: 1}, p.sent[0])
+	assert.Equal(t, hubBeat{ClusterID: "c", Term: math.MaxUint64, Leader: pid("b"), Round: 0}, p.sent[1])
+	assert.Equal(t, msgBeatAcks{Acks: []beatAck{{ClusterID: "c", Term: 4, Round: 7, Follower: pid("a")}}, Unserved: []string{"nobody"}}, p.sent[2])
+	assert.Equal(t, t0, follower.beatAt)
+
+	follower.follow = gen.PID{} // the actor is in a step
+	p.sent = nil
+	h.beats(peerHub, msgBeats{Beats: []beatEntry{{ClusterID: "c", Term: 4, Leader: pid("b"), Round: 8}}})
+	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: pid("b"), Round: 8}, p.sent[0], "no permission: the actor answers itself")
+}
+
+// Acknowledgements count only for the leader's own term, from the follower
+// it sends to, for rounds it opened; a node's hub speaks only for its own
+// followers.
+func TestHubRecordsOnlyValidAcks(t *testing.T) {
+	leader := &slot{cluster: "c", actor: pid("a"), lead: true, leadTerm: 2, round: 9,
+		followers: map[gen.Atom]gen.PID{node("b"): pid("b"), node("c"): pid("c")}}
+	h, _ := newTestHub(leader)
+	peerHub := gen.PID{Node: node("b"), ID: 3, Creation: 1}
+	h.acks(peerHub, msgBeatAcks{Acks: []beatAck{
+		{ClusterID: "c", Term: 2, Round: 9, Follower: pid("b")},  // counts
+		{ClusterID: "c", Term: 2, Round: 12, Follower: pid("b")}, // a round never opened
+		{ClusterID: "c", Term: 1, Round: 9, Follower: pid("b")},  // another term
+		{ClusterID: "c", Term: 2, Round: 9, Follower: pid("c")},  // c's hub must say it
+		{ClusterID: "zz", Term: 2, Round: 9, Follower: pid("b")}, // no such election here
+	}, Unserved: []string{"c"}})
+	assert.Equal(t, map[gen.Atom]uint64{node("b"): 9}, leader.acks)
+	assert.Equal(t, t0, leader.unserved[node("b")], "b's hub has no actor of c that lets it answer")
+}
+
+// A slot's permissions end with settle, and what the hub recorded comes
+// back in the view; a new term forgets the old one's rounds and acks.
+func TestSlotSettleAndShare(t *testing.T) {
+	s := &slot{cluster: "c", actor: pid("a")}
+	s.share(grant{follow: pid("b"), followTerm: 3})
+	s.share(grant{lead: true, leadTerm: 4, round: 1, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
+	s.rounds = []roundStamp{{round: 2, at: t0}}
+	s.acks = map[gen.Atom]uint64{node("b"): 2}
+	v := s.settle(true)
+	assert.False(t, s.lead)
+	assert.Equal(t, gen.PID{}, s.follow)
+	assert.Equal(t, []roundStamp{{round: 2, at: t0}}, v.rounds)
+	assert.Equal(t, uint64(2), v.acks[node("b")])
+	assert.Nil(t, s.rounds, "rounds are handed over once")
+	s.share(grant{lead: true, leadTerm: 5, round: 1})
+	assert.Nil(t, s.acks, "acks of term 4 mean nothing at term 5")
+	assert.Equal(t, uint64(1), s.round)
+}
+
+// A follower's hub answered its leader's round: at the follower's next
+// step the answer is its own promise, dated when the hub sent it, and the
+// leader counts as heard.
+func TestAckSentByTheHubIsTheFollowersPromise(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.e.shared = &slot{cluster: "c", actor: pid("a")}
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 2})
+	h.e.shareState()
+	require.Equal(t, pid("b"), h.e.shared.follow, "a follower of b lets the hub answer b")
+
+	h.advance(h.e.cfg.electionTimeoutMin / 2)
+	h.e.shared.beatAt = h.now // the hub answered b's round now
+	h.advance(h.e.cfg.electionTimeoutMin * 3 / 4)
+	h.e.now = h.now
+	h.e.settleShared()
+	assert.Equal(t, gen.PID{}, h.e.shared.follow, "withdrawn for the step")
+	assert.Equal(t, h.now.Add(-h.e.cfg.electionTimeoutMin*3/4), h.e.lastHeartbeatIn)
+	out := h.recv("c", msgVote{ClusterID: "c", Term: 2, ViewSize: 3})
+	assert.False(t, sentTo[msgVoteReply](out, "c")[0].Granted, "promised to b since the hub's answer")
+}
+
+// A leader's hub opened rounds and got a quorum's acks: at the leader's
+// next step (or when it asks IsLeader) they renew its lease from the
+// round's send time.
+func TestRoundsTheHubOpenedRenewTheLease(t *testing.T) {
+	h := leaderOfThree(t)
+	h.e.shared = &slot{cluster: "c", actor: pid("a")}
+	h.e.shareState()
+	require.True(t, h.e.shared.lead)
+	h.advance(h.e.cfg.heartbeatInterval)
+	sent := h.now
+	next := h.e.round + 1
+	h.e.shared.rounds = []roundStamp{{round: next, at: sent}}
+	h.e.shared.acks = map[gen.Atom]uint64{node("b"): next}
+	h.e.shared.ackAt = map[gen.Atom]time.Time{node("b"): sent.Add(time.Millisecond)}
+	h.advance(2 * time.Millisecond)
+	h.e.now = h.now
+	h.e.importShared(false)
+	assert.Equal(t, next, h.e.round)
+	assert.Equal(t, sent.Add(h.e.leaseDuration()), h.e.leaseUntil, "the lease runs from the hub's round")
+}
