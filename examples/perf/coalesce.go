@@ -150,8 +150,8 @@ const coalesceTitle = "6b. Coalesced liveness against per-election heartbeats"
 // measureManyCrash cold-starts clusters elections on three nodes, waits
 // until all are led and a settle period more, measures the idle cost if
 // idle, and crashes node victim%3 if victim >= 0.
-func measureManyCrash(p *plan, clusters int, coalesced, idle bool, victim int) manyRun {
-	r := manyRun{clusters: clusters, nodes: coalesceNodes, coalesced: coalesced, hubLeading: -1}
+func measureManyCrash(p *plan, clusters int, coalesced, idle bool, victim int) (r manyRun) {
+	r = manyRun{clusters: clusters, nodes: coalesceNodes, coalesced: coalesced, hubLeading: -1}
 	if p.interrupted() {
 		r.err = p.ctx.Err()
 		return r
@@ -163,6 +163,7 @@ func measureManyCrash(p *plan, clusters int, coalesced, idle bool, victim int) m
 		return r
 	}
 	defer h.close()
+	defer func() { r.warnings = h.logs.count() }() // a failed run's too
 	r.interval = h.heartbeat()
 	var before uint64
 	if idle {
@@ -201,7 +202,6 @@ func measureManyCrash(p *plan, clusters int, coalesced, idle bool, victim int) m
 		p.progress("coalesce: %d clusters, %s: killed a node leading %d; led again p50 %s ms, p99 %s ms, max %s ms; %d without a leader, %d others moved",
 			clusters, modeName(coalesced), k.led, ms(d.pct(50)), ms(d.pct(99)), ms(d.max()), len(k.lost), k.moved)
 	}
-	r.warnings = h.logs.count()
 	return r
 }
 
