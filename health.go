@@ -22,13 +22,37 @@ func (e *election) stuckAfter() time.Duration {
 	return max(10*e.cfg.electionTimeoutMax, time.Second)
 }
 
-// armHealthCheck schedules the next health check.
-func (e *election) armHealthCheck() { e.armTimer(timerHealth, e.stuckAfter()) }
+// armHealthCheck schedules the next health check, unless one is scheduled.
+// It runs only while there is something to watch: no leader, or a member
+// whose sends fail. A healthy node, which is what thousands of elections
+// on a node mostly are, is not woken for it.
+func (e *election) armHealthCheck() {
+	if e.timers[timerHealth].armed == false {
+		e.armTimer(timerHealth, e.stuckAfter())
+	}
+}
+
+// needsHealthCheck reports whether there is anything to watch.
+func (e *election) needsHealthCheck() bool {
+	if e.stats.leaderlessSince.IsZero() == false {
+		return true
+	}
+	for _, m := range e.members {
+		if m.sendErr != nil {
+			return true
+		}
+	}
+	return false
+}
 
 // healthCheck warns about a node that has been without a leader, or about
 // members whose sends have been failing, for stuckAfter.
 func (e *election) healthCheck() {
-	defer e.armHealthCheck()
+	defer func() {
+		if e.needsHealthCheck() {
+			e.armHealthCheck()
+		}
+	}()
 	bound := e.stuckAfter()
 	for _, m := range e.sortedMembers() {
 		if m.sendErr != nil && m.sendFailingSince.IsZero() == false && e.now.Sub(m.sendFailingSince) >= bound {

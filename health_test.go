@@ -59,15 +59,19 @@ func TestHealthWarnsAboutALeaderlessNodeAndFailingSends(t *testing.T) {
 	assert.Contains(t, failing[0], "cookie")
 }
 
-// A node that has a leader, and peers that answer, is not warned about.
+// A node that has a leader, and peers that answer, is not warned about, and
+// not even woken for the check once it has a leader.
 func TestHealthIsQuietWhenThereIsALeader(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
 	h.becomeLeader("b", "c")
 	h.e.observeLeader(h.now)
-	for range 3 {
-		h.advance(h.e.stuckAfter())
-		h.recv("b", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: h.e.round})
-		h.fire(timerHealth)
-	}
+	h.advance(h.e.stuckAfter())
+	h.fire(timerHealth)
 	assert.Empty(t, h.warningsWith("no leader"))
+	assert.False(t, h.e.timers[timerHealth].armed, "nothing to watch: no timer")
+
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: h.e.term + 1, Leader: pid("b"), Round: 1})
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	h.e.observeLeader(h.now)
+	assert.True(t, h.e.timers[timerHealth].armed, "leaderless again: watched again")
 }

@@ -435,6 +435,7 @@ func (e *election) sendResult(node gen.Atom, err error) {
 		m.sendErr = err
 		if m.sendFailingSince.IsZero() {
 			m.sendFailingSince = e.now
+			e.armHealthCheck()
 		}
 		if m.pid == (gen.PID{}) {
 			m.nameFailures++

@@ -45,6 +45,7 @@ func (e *election) observeLeader(now time.Time) {
 	st.known = current
 	if current == (gen.PID{}) {
 		st.leaderlessSince = now
+		e.armHealthCheck()
 		return
 	}
 	if st.leaderlessSince.IsZero() == false {
