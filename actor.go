@@ -479,7 +479,7 @@ func isTermination(err error) bool {
 // ProcessTerminate implements gen.ProcessBehavior.
 func (a *Actor) ProcessTerminate(reason error) {
 	if a.slot != nil {
-		a.slot.settle(true) // the hub speaks for no terminated actor
+		a.slot.settle(true, 0, 0) // the hub speaks for no terminated actor
 	}
 	for kind, cancel := range a.cancels {
 		if cancel != nil {

@@ -65,12 +65,15 @@ type slot struct {
 	round      uint64               // the newest round number of leadTerm, the actor's or the hub's
 
 	// recorded by the hub, read by the actor
-	beatAt   time.Time           // when the hub last acknowledged follow's round for the actor
-	rounds   []roundStamp        // rounds of leadTerm the hub opened
-	acks     map[gen.Atom]uint64 // newest round of leadTerm each follower node acknowledged through the hubs
-	ackAt    map[gen.Atom]time.Time
-	carried  map[gen.Atom]bool      // follower nodes whose hub the rounds reach
-	unserved map[gen.Atom]time.Time // when each node's hub last said no actor there joined it for this election
+	beatAt  time.Time           // when the hub last acknowledged follow's round for the actor
+	rounds  []roundStamp        // rounds of leadTerm the hub opened
+	acks    map[gen.Atom]uint64 // newest round of leadTerm each follower node acknowledged through the hubs
+	ackAt   map[gen.Atom]time.Time
+	carried map[gen.Atom]bool // follower nodes whose hub the rounds reach
+	// bumped by the hub when acks or carried change, so that the actor
+	// copies them only then
+	acksVersion, carriedVersion uint64
+	unserved                    map[gen.Atom]time.Time // when each node's hub last said no actor there joined it for this election
 }
 
 // sharedView is what the election state reads from its slot at the start
@@ -78,31 +81,40 @@ type slot struct {
 type sharedView struct {
 	beatAt  time.Time
 	rounds  []roundStamp
-	acks    map[gen.Atom]uint64
+	acks    map[gen.Atom]uint64 // nil when unchanged
 	ackAt   map[gen.Atom]time.Time
-	carried map[gen.Atom]bool
+	carried map[gen.Atom]bool // nil when unchanged
+
+	acksVersion, carriedVersion uint64
 }
 
 // settle withdraws every permission, if withdraw, and returns what the hub
-// recorded.
-func (s *slot) settle(withdraw bool) sharedView {
+// recorded. The maps are copied only when the hub changed them since the
+// versions the caller has (most steps of most actors change nothing).
+func (s *slot) settle(withdraw bool, acksSeen, carriedSeen uint64) sharedView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if withdraw {
 		s.follow, s.followTerm = gen.PID{}, 0
 		s.lead = false
 	}
-	v := sharedView{beatAt: s.beatAt, rounds: s.rounds, acks: make(map[gen.Atom]uint64, len(s.acks)),
-		ackAt: make(map[gen.Atom]time.Time, len(s.ackAt)), carried: make(map[gen.Atom]bool, len(s.carried))}
+	v := sharedView{beatAt: s.beatAt, rounds: s.rounds, acksVersion: s.acksVersion, carriedVersion: s.carriedVersion}
 	s.rounds = nil
-	for k, r := range s.acks {
-		v.acks[k] = r
+	if s.acksVersion != acksSeen {
+		v.acks = make(map[gen.Atom]uint64, len(s.acks))
+		v.ackAt = make(map[gen.Atom]time.Time, len(s.ackAt))
+		for k, r := range s.acks {
+			v.acks[k] = r
+		}
+		for k, t := range s.ackAt {
+			v.ackAt[k] = t
+		}
 	}
-	for k, t := range s.ackAt {
-		v.ackAt[k] = t
-	}
-	for k, c := range s.carried {
-		v.carried[k] = c
+	if s.carriedVersion != carriedSeen {
+		v.carried = make(map[gen.Atom]bool, len(s.carried))
+		for k, c := range s.carried {
+			v.carried[k] = c
+		}
 	}
 	return v
 }
@@ -126,6 +138,7 @@ func (s *slot) share(g grant) {
 		// a new term: rounds and acks of the old one mean nothing now
 		s.rounds, s.acks, s.ackAt = nil, nil, nil
 		s.leadTerm, s.round = g.leadTerm, 0
+		s.acksVersion++
 	}
 	s.lead = g.lead
 	s.followers = g.followers
@@ -143,8 +156,13 @@ func (e *election) importShared(withdraw bool) {
 	if e.shared == nil {
 		return
 	}
-	v := e.shared.settle(withdraw)
-	e.carried = v.carried
+	v := e.shared.settle(withdraw, e.acksSeen, e.carriedSeen)
+	if v.carried != nil {
+		e.carried, e.carriedSeen = v.carried, v.carriedVersion
+	}
+	if v.acks != nil {
+		e.acksSeen = v.acksVersion
+	}
 	// A follower: the hub acknowledged its leader's rounds for it.
 	if e.grantedFollow != (gen.PID{}) && v.beatAt.After(e.lastHeartbeatIn) {
 		leader := e.grantedFollow
@@ -208,15 +226,38 @@ func (e *election) shareState() {
 	}
 	if e.role == roleLeader && e.unpublished == false && e.switches.noResponseQuorum == false {
 		g.lead, g.leadTerm, g.round = true, e.term, e.round
-		g.followers = make(map[gen.Atom]gen.PID, len(e.members))
-		for _, m := range e.members {
-			if m.pid != (gen.PID{}) {
-				g.followers[m.node] = m.pid
-			}
-		}
+		g.followers = e.followersToShare()
 	}
 	e.grantedFollow, e.grantedLead = g.follow, g.leadTerm
 	e.shared.share(g)
+}
+
+// followersToShare returns the members whose process is known, as a map
+// the hub may keep: the one shared last when nothing changed (it is never
+// modified once shared), a new one otherwise.
+func (e *election) followersToShare() map[gen.Atom]gen.PID {
+	known := 0
+	same := e.sharedFollowers != nil
+	for _, m := range e.members {
+		if m.pid == (gen.PID{}) {
+			continue
+		}
+		known++
+		if same && e.sharedFollowers[m.node] != m.pid {
+			same = false
+		}
+	}
+	if same && known == len(e.sharedFollowers) {
+		return e.sharedFollowers
+	}
+	followers := make(map[gen.Atom]gen.PID, known)
+	for _, m := range e.members {
+		if m.pid != (gen.PID{}) {
+			followers[m.node] = m.pid
+		}
+	}
+	e.sharedFollowers = followers
+	return followers
 }
 
 // mayDelegateAcks reports whether this node's rules would acknowledge its

@@ -156,15 +156,18 @@ type election struct {
 	stats         stats     // what operators chart (stats.go)
 
 	// coalesced liveness (coalesce.go): nil without a hub
-	shared        *slot
-	hubPID        gen.PID
-	carried       map[gen.Atom]bool // nodes the hub carries this leader's rounds to
-	grantedFollow gen.PID           // what the last shareState allowed the hub
-	grantedLead   uint64
-	floorTerms    map[gen.Atom]uint64 // terms heard since start, until the floor is known (lease.go)
-	floorKnown    bool
-	restarted     bool   // a peer knew an earlier process of this actor
-	floorTerm     uint64 // no grant for a term at or below this one
+	shared          *slot
+	hubPID          gen.PID
+	carried         map[gen.Atom]bool // nodes the hub carries this leader's rounds to
+	grantedFollow   gen.PID           // what the last shareState allowed the hub
+	acksSeen        uint64            // versions of the slot's maps last copied
+	sharedFollowers map[gen.Atom]gen.PID
+	carriedSeen     uint64
+	grantedLead     uint64
+	floorTerms      map[gen.Atom]uint64 // terms heard since start, until the floor is known (lease.go)
+	floorKnown      bool
+	restarted       bool   // a peer knew an earlier process of this actor
+	floorTerm       uint64 // no grant for a term at or below this one
 
 	votes       map[gen.Atom]bool // grants in the current election, self included
 	voteReplies int               // replies received in the current election

@@ -203,17 +203,31 @@ func (h *hub) tick() {
 		if len(s.rounds) > 16 {
 			s.rounds = s.rounds[len(s.rounds)-16:]
 		}
-		lost := false
-		carried := make(map[gen.Atom]bool, len(s.followers))
+		lost, changed := false, len(s.carried) != len(s.followers)
+		if s.carried == nil {
+			s.carried = make(map[gen.Atom]bool, len(s.followers))
+		}
+		for node := range s.carried {
+			if _, ok := s.followers[node]; ok == false {
+				delete(s.carried, node)
+			}
+		}
 		for node := range s.followers {
 			batches[node] = append(batches[node], beatEntry{ClusterID: s.cluster, Term: s.leadTerm, Leader: s.actor, Round: s.round})
 			peer, known := h.peers[node]
-			carried[node] = known && now.Sub(peer.heardAt) < ttl && now.Sub(s.unserved[node]) >= ttl
-			if s.carried[node] && carried[node] == false {
+			carried := known && now.Sub(peer.heardAt) < ttl && now.Sub(s.unserved[node]) >= ttl
+			was, had := s.carried[node]
+			if was && carried == false {
 				lost = true
 			}
+			if had == false || was != carried {
+				changed = true
+			}
+			s.carried[node] = carried
 		}
-		s.carried = carried
+		if changed {
+			s.carriedVersion++
+		}
 		s.mu.Unlock()
 		if lost {
 			wake = append(wake, actor)
@@ -305,6 +319,7 @@ func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 				}
 				s.acks[a.Follower.Node] = a.Round
 				s.ackAt[a.Follower.Node] = now
+				s.acksVersion++
 			}
 			s.mu.Unlock()
 		}

@@ -80,7 +80,8 @@ func TestSlotSettleAndShare(t *testing.T) {
 	s.share(grant{lead: true, leadTerm: 4, round: 1, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
 	s.rounds = []roundStamp{{round: 2, at: t0}}
 	s.acks = map[gen.Atom]uint64{node("b"): 2}
-	v := s.settle(true)
+	s.acksVersion++
+	v := s.settle(true, 0, 0)
 	assert.False(t, s.lead)
 	assert.Equal(t, gen.PID{}, s.follow)
 	assert.Equal(t, []roundStamp{{round: 2, at: t0}}, v.rounds)
@@ -125,6 +126,7 @@ func TestRoundsTheHubOpenedRenewTheLease(t *testing.T) {
 	next := h.e.round + 1
 	h.e.shared.rounds = []roundStamp{{round: next, at: sent}}
 	h.e.shared.acks = map[gen.Atom]uint64{node("b"): next}
+	h.e.shared.acksVersion++
 	h.e.shared.ackAt = map[gen.Atom]time.Time{node("b"): sent.Add(time.Millisecond)}
 	h.advance(2 * time.Millisecond)
 	h.e.now = h.now

@@ -119,8 +119,9 @@ func (e *election) reachedMembers() int {
 //
 // Members whose node the liveness hub carries this leader's rounds to get
 // them from the hub (coalesce.go). While the hub carries all of them, the
-// leader's own tick only keeps up its chores (probes, silent connections),
-// at ElectionTimeoutMin; its lease timer wakes it anyway.
+// leader's own tick only keeps up its chores (probes of declared peers that
+// never answered, silent connections), every choreInterval; the hub wakes
+// it when a node stops being carried, and its lease timer when it must.
 func (e *election) sendHeartbeats() {
 	// round 2, the first after the votes, announces the leadership to
 	// everyone directly, before the hub takes over
@@ -143,10 +144,14 @@ func (e *election) sendHeartbeats() {
 		}
 		e.lastHeartbeatOut = e.now
 	} else {
-		next = e.cfg.electionTimeoutMin
+		next = e.choreInterval()
 	}
 	e.armTimer(timerHeartbeat, next)
 }
+
+// choreInterval is how often a leader whose rounds the hub carries
+// everywhere wakes for its chores: ten minimum election timeouts.
+func (e *election) choreInterval() time.Duration { return 10 * e.cfg.electionTimeoutMin }
 
 // heartbeatNow makes a leader send its next round at once: the hub no
 // longer carries it to some node, or there is no hub any more.
