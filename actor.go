@@ -385,6 +385,13 @@ func (a *Actor) dispatch(message *gen.MailboxMessage) error {
 func (a *Actor) handleRegular(from gen.PID, message any) error {
 	now := a.clock()
 	switch m := message.(type) {
+	case rewatch:
+		if from == a.PID() {
+			if member, ok := a.state.members[m.Node]; ok && member.pid != (gen.PID{}) {
+				a.watch(member.pid)
+			}
+		}
+		return nil
 	case hubJoined, hubBeat, hubCarryLost, hubRetry:
 		a.handleHub(from, message)
 		return nil
@@ -638,10 +645,12 @@ func (a *Actor) replaceWatcher(node gen.Atom) {
 	delete(a.watchers, node)
 	delete(a.watching, old)
 	a.SendExit(old, gen.TerminateReasonNormal)
-	if m, member := a.state.members[node]; member && m.pid != (gen.PID{}) {
-		a.watch(m.pid)
-	}
+	// after the node has processed the connection's end (watcher.go)
+	a.SendAfter(a.PID(), rewatch{Node: node}, nodeSettlePause)
 }
+
+// rewatch reminds the actor to have a new watcher monitor node's member.
+type rewatch struct{ Node gen.Atom }
 
 // watched applies what the watcher reports.
 func (a *Actor) watched(now time.Time, report any) {

@@ -208,6 +208,7 @@ func TestClusterMinClusterSize(t *testing.T) {
 	c.setListed(all[2], true)
 	c.mustSpawn(all[2], clActorSpec{options: options})
 	leader, term := c.waitLeader(all, clActorName, clConverge)
+	c.waitAcquainted(all, clActorName, clConverge)
 
 	// Remove a follower for real; the leader loses its floor.
 	gone := clWithout(all, leader)[rand.IntN(2)]

@@ -61,8 +61,9 @@ type watchSuspect struct{ Node gen.Atom }
 type nodeSettle struct{ Node gen.Atom }
 
 // nodeSettlePause is how long the watcher waits after a connection's end
-// for the downs of the same cleanup to arrive.
-const nodeSettlePause = 10 * time.Millisecond
+// for the downs of the same cleanup to arrive, and how long it leaves the
+// node to process that end before it asks it for a monitor again.
+const nodeSettlePause = 50 * time.Millisecond
 
 // peerDown forwards a down the framework delivered for a watched process.
 type peerDown struct {
@@ -105,6 +106,8 @@ type watcher struct {
 	// nodes whose connection the watcher monitors (MonitorNode), to learn
 	// of every connection's end (see nodeSettle)
 	nodes map[gen.Atom]bool
+	// no monitor request to a node before this, after a connection's end
+	settleUntil map[gen.Atom]time.Time
 }
 
 // lossBoard is where the watcher notes, the moment it gets the down, when
@@ -178,6 +181,10 @@ func (w *watcher) ProcessRun() error {
 		case gen.MessageDownNode:
 			if system && m.From == w.process.Node().PID() {
 				delete(w.nodes, message.Name)
+				if w.settleUntil == nil {
+					w.settleUntil = make(map[gen.Atom]time.Time)
+				}
+				w.settleUntil[message.Name] = w.clock().Add(nodeSettlePause)
 				w.process.SendAfter(w.process.PID(), nodeSettle{Node: message.Name}, nodeSettlePause)
 			}
 		case nodeSettle:
@@ -204,6 +211,26 @@ func (w *watcher) watch(pid gen.PID, attempt int) {
 	if _, ok := w.watching[pid]; ok {
 		return
 	}
+	if until, ok := w.settleUntil[pid.Node]; ok {
+		// a connection to the node ended just now: let the node process
+		// that end before asking it for a monitor (see nodeSettle)
+		if wait := until.Sub(w.clock()); wait > 0 {
+			if _, err := w.process.SendAfter(w.process.PID(), watchRetry{PID: pid, Attempt: attempt}, wait); err == nil {
+				return
+			}
+		}
+	}
+	if w.nodes[pid.Node] == false {
+		// first the node, so that no connection's end goes unseen while
+		// the process's monitor is made (the actor heard from the node, so
+		// it is connected and this does not dial)
+		if w.process.MonitorNode(pid.Node) == nil {
+			if w.nodes == nil {
+				w.nodes = make(map[gen.Atom]bool)
+			}
+			w.nodes[pid.Node] = true
+		}
+	}
 	err := w.process.Monitor(pid)
 	switch {
 	case err == nil:
@@ -212,16 +239,6 @@ func (w *watcher) watch(pid gen.PID, attempt int) {
 		}
 		w.watching[pid] = struct{}{}
 		w.process.Send(w.process.Parent(), watchStarted{PID: pid})
-		if w.nodes[pid.Node] == false {
-			// connected now (the monitor just went through), so this does
-			// not dial; a failure leaves only the one-sided case uncovered
-			if w.process.MonitorNode(pid.Node) == nil {
-				if w.nodes == nil {
-					w.nodes = make(map[gen.Atom]bool)
-				}
-				w.nodes[pid.Node] = true
-			}
-		}
 		return
 	case errors.Is(err, gen.ErrTargetExist) && attempt < len(watchRetryPauses):
 		_, err = w.process.SendAfter(w.process.PID(), watchRetry{PID: pid, Attempt: attempt + 1}, watchRetryPauses[attempt])
