@@ -57,6 +57,8 @@ type ActorBehavior interface {
 	//   - ergo:declared: peers declared through Join or Bootstrap
 	//   - ergo:bootstrap: Options.Bootstrap as node:name, this node left out
 	//   - ergo:unreachable: members whose connection dropped, with how long ago
+	//   - ergo:unmonitored: members whose process is known but not yet monitored
+	//     (a termination would look like a lost connection)
 	//   - ergo:ghost_ttl: GhostTTL
 	//   - ergo:votes_granted: grants in the current election, self included
 	//   - ergo:votes_count: vote replies received in the current election
@@ -645,6 +647,8 @@ func (a *Actor) replaceWatcher(node gen.Atom) {
 	delete(a.watchers, node)
 	delete(a.watching, old)
 	a.SendExit(old, gen.TerminateReasonNormal)
+	a.state.now = a.clock()
+	a.state.monitoring(node)
 	// after the node has processed the connection's end (watcher.go)
 	a.SendAfter(a.PID(), rewatch{Node: node}, nodeSettlePause)
 }

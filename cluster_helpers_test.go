@@ -1001,10 +1001,10 @@ func (c *realCluster) waitViews(idxs []int, name gen.Atom, size int, timeout tim
 func (c *realCluster) waitAcquainted(idxs []int, name gen.Atom, timeout time.Duration) {
 	c.t.Helper()
 	want := strconv.Itoa(len(idxs) - 1)
-	waitFor(c.t, timeout, fmt.Sprintf("every actor of %v to know the others' PIDs", idxs), func() (bool, string) {
-		states := c.states(idxs, name, "ergo:peers")
+	waitFor(c.t, timeout, fmt.Sprintf("every actor of %v to know and monitor the others", idxs), func() (bool, string) {
+		states := c.states(idxs, name, "ergo:peers", "ergo:unmonitored")
 		for _, s := range states {
-			if s.err != nil || s.raw["ergo:peers"] != want {
+			if s.err != nil || s.raw["ergo:peers"] != want || s.raw["ergo:unmonitored"] != "" {
 				return false, clDescribe(states)
 			}
 		}

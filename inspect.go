@@ -39,6 +39,15 @@ var inspectKeys = []inspectKey{
 	{"ergo:declared", "peers declared through Join or Bootstrap", declaredList},
 	{"ergo:bootstrap", "Options.Bootstrap as node:name, this node left out", bootstrapList},
 	{"ergo:unreachable", "members whose connection dropped, with how long ago", unreachableList},
+	{"ergo:unmonitored", "members whose process is known but not yet monitored (a termination would look like a lost connection)", func(e *election) string {
+		var list []string
+		for _, m := range e.members {
+			if m.pid != (gen.PID{}) && m.watchAskedAt.IsZero() == false {
+				list = append(list, string(m.node))
+			}
+		}
+		return joinSorted(list)
+	}},
 	{"ergo:ghost_ttl", "GhostTTL", func(e *election) string { return e.cfg.ghostTTL.String() }},
 	// the current election
 	{"ergo:votes_granted", "grants in the current election, self included", func(e *election) string { return strconv.Itoa(len(e.votes)) }},

@@ -62,6 +62,14 @@ func (e *election) monitored(pid gen.PID) {
 	}
 }
 
+// monitoring notes that m's process is being monitored anew (the watcher
+// of its node was replaced): unconfirmed until the new watcher reports.
+func (e *election) monitoring(node gen.Atom) {
+	if m, ok := e.members[node]; ok && m.pid != (gen.PID{}) {
+		m.watchAskedAt = e.now
+	}
+}
+
 // watchOverdue asks the actor to check the connection of every member whose
 // monitor has not been confirmed within ElectionTimeoutMin. A monitor
 // request that went over a connection the framework then replaced or lost
