@@ -173,7 +173,31 @@ func TestClusterHungLeaderIsReplaced(t *testing.T) {
 	blockedAt := time.Now()
 
 	// Not inspecting the hung actor: it cannot answer while blocked.
-	next, nextTerm := c.waitLeader(rest, clActorName, block)
+	// A new leader, followed by a quorum of the view, while the old one is
+	// hung. (Every survivor follows it too, checked at the end: a survivor
+	// whose connection to it carries nothing, as after a simultaneous
+	// connect on some framework versions, may take longer to join.)
+	var next int
+	var nextTerm uint64
+	waitFor(t, block, "a new leader followed by a quorum", func() (bool, string) {
+		states := c.states(rest, clActorName)
+		for _, s := range states {
+			if s.err != nil || s.state != "leader" || s.term <= term {
+				continue
+			}
+			following := 1
+			for _, f := range states {
+				if f.err == nil && f.idx != s.idx && f.state == "follower" && f.leaderNode == c.name(s.idx) && f.term == s.term {
+					following++
+				}
+			}
+			if following >= len(all)/2+1 {
+				next, nextTerm = s.idx, s.term
+				return true, ""
+			}
+		}
+		return false, clDescribe(states)
+	})
 	require.True(t, time.Now().Before(blockedAt.Add(block)), "the new leader must appear while the old one is still hung")
 	require.Greater(t, nextTerm, term)
 	t.Logf("%s hung at term %d; %s elected at term %d after %s", c.name(hung), term, c.name(next), nextTerm, time.Since(blockedAt).Round(time.Millisecond))
