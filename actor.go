@@ -68,6 +68,8 @@ type ActorBehavior interface {
 	//   - ergo:prevote_rounds: pre-vote rounds started
 	//   - ergo:fast_failover_rounds: pre-votes started early after the leader's
 	//     down
+	//   - ergo:fast_failovers_deferred: fast failovers this node gave up for
+	//     a survivor ranked before it
 	//   - ergo:liveness_hub: the node's liveness hub this election's heartbeats go
 	//     through, "none" when it sends its own
 	//   - ergo:liveness_carried: as leader, the nodes the hub carries its
@@ -100,6 +102,8 @@ type ActorBehavior interface {
 	//     time
 	//   - ergo:longest_step: the longest time the actor spent on one message,
 	//     callbacks and sends included
+	//   - ergo:timer_wakeups: timers that went off: an idle election whose
+	//     node's hub carries its heartbeats wakes only for its chores
 	//   - ergo:handovers: graceful handovers started by this node
 	//   - ergo:last_handover: successor and time of the last handover
 	//   - ergo:dropped_by_reason: discarded messages per reason
@@ -158,10 +162,10 @@ type Actor struct {
 	trap     bool
 
 	state        *election
-	pendingJoins []gen.ProcessID // Join called from Init, before options exist
-	reported     publicState     // what the callbacks have told the behavior
-	events       publisher       // the Leadership event (events.go)
-	cancels      [numTimers]gen.CancelFunc
+	pendingJoins []gen.ProcessID       // Join called from Init, before options exist
+	reported     publicState           // what the callbacks have told the behavior
+	events       publisher             // the Leadership event (events.go)
+	timers       [numTimers]actorTimer // armed with the framework or parked with the hub (parking.go)
 	kind         gen.ProcessKind
 
 	dialerPID    gen.PID                    // the helper that connects to unreachable nodes (dialer.go)
@@ -234,7 +238,9 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		a.state.join(peer)
 	}
 	a.pendingJoins = nil
-	return a.flush()
+	err = a.flush()
+	a.syncTimers()
+	return err
 }
 
 // checkRegistered refuses to start a node that cannot encode the protocol.
@@ -308,6 +314,7 @@ func (a *Actor) ProcessRun() (reason error) {
 			}
 		} else {
 			a.state.shareState()
+			a.syncTimers()
 			return nil
 		}
 		if err == nil {
@@ -315,6 +322,7 @@ func (a *Actor) ProcessRun() (reason error) {
 		}
 		if err == nil {
 			a.state.shareState()
+			a.syncTimers()
 		}
 		if step := a.clock().Sub(started); step > a.state.longestStep {
 			a.state.longestStep = step
@@ -394,7 +402,7 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 			}
 		}
 		return nil
-	case hubJoined, hubBeat, hubCarryLost, hubRetry:
+	case hubJoined, hubBeat, hubCarryLost, hubRetry, hubWake:
 		a.handleHub(from, message)
 		return nil
 	case dialResult:
@@ -409,6 +417,7 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 			a.state.drop("foreign_timer")
 			return nil
 		}
+		a.fired(m.Kind, m.Generation)
 		a.state.timer(now, m.Kind, m.Generation)
 		return nil
 	case peerDown, watchFailed, forgedDown, watchStarted, watchSuspect:
@@ -490,11 +499,8 @@ func (a *Actor) ProcessTerminate(reason error) {
 	if a.slot != nil {
 		a.slot.settle(true, 0, 0) // the hub speaks for no terminated actor
 	}
-	for kind, cancel := range a.cancels {
-		if cancel != nil {
-			cancel()
-			a.cancels[kind] = nil
-		}
+	for kind := range a.timers {
+		a.disarm(timerKind(kind))
 	}
 	a.behavior.Terminate(reason)
 }
@@ -541,19 +547,7 @@ func (a *Actor) perform(out effects) {
 		}
 	}
 	for _, t := range out.timers {
-		if cancel := a.cancels[t.kind]; cancel != nil {
-			cancel()
-			a.cancels[t.kind] = nil
-		}
-		if t.after < 0 {
-			continue
-		}
-		cancel, err := a.SendAfter(a.PID(), timerFired{Kind: t.kind, Generation: t.generation}, t.after)
-		if err != nil {
-			a.Log().Error("leader: cannot arm a timer (%s); the election stalls until the next message", err)
-			continue
-		}
-		a.cancels[t.kind] = cancel
+		a.armTimer(t)
 	}
 	for _, pid := range out.monitor {
 		a.watch(pid)

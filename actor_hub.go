@@ -68,6 +68,16 @@ func (a *Actor) handleHub(from gen.PID, message any) bool {
 		if from == a.PID() && a.hub == (gen.PID{}) {
 			a.joinHub()
 		}
+	case hubWake:
+		if from != a.hub || from == (gen.PID{}) {
+			a.state.drop("foreign_hub_message")
+			return true
+		}
+		if a.fired(m.Kind, m.Generation) == false {
+			a.state.drop("stale_timer")
+			return true
+		}
+		a.state.timer(a.clock(), m.Kind, m.Generation)
 	default:
 		return false
 	}
@@ -84,6 +94,7 @@ func (a *Actor) hubDown(pid gen.PID) bool {
 	a.state.settleShared()
 	a.state.shared, a.state.carried, a.state.hubPID = nil, nil, gen.PID{}
 	a.slot = nil
+	a.unparkAll() // the end of the step arms them with the framework
 	a.state.heartbeatNow()
 	a.Log().Warning("leader %q: the node's liveness hub stopped; this election sends its own heartbeats until a new hub takes over", a.state.cfg.clusterID)
 	a.SendAfter(a.PID(), hubRetry{}, a.state.cfg.electionTimeoutMin)

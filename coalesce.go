@@ -74,6 +74,12 @@ type slot struct {
 	// copies them only then
 	acksVersion, carriedVersion uint64
 	unserved                    map[gen.Atom]time.Time // when each node's hub last said no actor there joined it for this election
+
+	// the hub's own record of the rounds it opened (rounds is the actor's
+	// copy, taken at every step), for the leases of parked timers
+	stamps []roundStamp
+	// timers the actor parked with the hub (parking.go), by parkKinds
+	parked [len(parkKinds)]parkedTimer
 }
 
 // sharedView is what the election state reads from its slot at the start
@@ -97,6 +103,9 @@ func (s *slot) settle(withdraw bool, acksSeen, carriedSeen uint64) sharedView {
 	if withdraw {
 		s.follow, s.followTerm = gen.PID{}, 0
 		s.lead = false
+		for i := range s.parked {
+			s.parked[i].active = false
+		}
 	}
 	v := sharedView{beatAt: s.beatAt, rounds: s.rounds, acksVersion: s.acksVersion, carriedVersion: s.carriedVersion}
 	s.rounds = nil
@@ -136,7 +145,7 @@ func (s *slot) share(g grant) {
 	s.follow, s.followTerm = g.follow, g.followTerm
 	if g.leadTerm != s.leadTerm {
 		// a new term: rounds and acks of the old one mean nothing now
-		s.rounds, s.acks, s.ackAt = nil, nil, nil
+		s.rounds, s.acks, s.ackAt, s.stamps = nil, nil, nil, nil
 		s.leadTerm, s.round = g.leadTerm, 0
 		s.acksVersion++
 	}

@@ -173,6 +173,7 @@ type election struct {
 	voteReplies int               // replies received in the current election
 	roundCloses time.Time         // vote replies processed after this are not counted
 	preVoting   bool
+	preVoteFast bool // the pre-vote in progress is a fast failover's (leadership.go)
 	preVotes    map[gen.Atom]bool
 	confirming  bool // won; HandleConfirmLeader pending
 	unpublished bool // confirmed; HandleBecomeLeader pending
@@ -204,14 +205,16 @@ type election struct {
 	withdrawn map[gen.Atom]time.Time
 	dead      map[gen.PID]time.Time // processes reported terminated, and when
 
-	farTerms      map[gen.Atom]farTerm // terms beyond the bound, per member (corroborated)
-	dropped       map[string]uint64
-	warned        map[string]time.Time // rate limit of repeated warnings (log.go)
-	longestStep   time.Duration        // measured by the actor: its worst stall
-	preVoteRounds uint64
-	fastRounds    uint64
-	handovers     uint64
-	lastHandover  string
+	farTerms          map[gen.Atom]farTerm // terms beyond the bound, per member (corroborated)
+	dropped           map[string]uint64
+	warned            map[string]time.Time // rate limit of repeated warnings (log.go)
+	longestStep       time.Duration        // measured by the actor: its worst stall
+	timerWakeups      uint64               // timers that went off (parking.go keeps idle elections from them)
+	preVoteRounds     uint64
+	fastRounds        uint64
+	deferredFailovers uint64 // fast failovers given up for a survivor ranked earlier
+	handovers         uint64
+	lastHandover      string
 
 	out effects
 }
@@ -505,8 +508,15 @@ func (e *election) handlePreVote(m *member, req msgPreVote) {
 		reply.Leader = supported
 	case req.ViewSize < e.cfg.minClusterSize:
 		// the candidate could not be eligible under the floor
+	case e.failingOverFast() && m.node > e.self.Node:
+		// both lost the leader; the requester is ranked after this node
+		// and defers to it (fastFailoverDelay, deferToRanked)
+		e.drop("fast_failover_rank")
 	default:
 		reply.Granted = true
+		if e.failingOverFast() && m.node < e.self.Node {
+			e.deferToRanked(m)
+		}
 	}
 	e.reply(m, reply)
 }
@@ -666,7 +676,7 @@ func (e *election) campaign() {
 		e.startElection("election timeout")
 		return
 	}
-	e.preVoting = true
+	e.preVoting, e.preVoteFast = true, false
 	e.preVotes = map[gen.Atom]bool{e.self.Node: true}
 	e.preVoteRounds++
 	e.resetElectionDeadline()

@@ -123,15 +123,68 @@ func TestPreVoteLease(t *testing.T) {
 }
 
 func TestPreVoteGrantedRightAfterTheLeadersDown(t *testing.T) {
-	h := newStateHarness(t, Options{}, "b", "c")
+	h := newStateHarness(t, Options{}, "b", "0")
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
 	h.e.takeEffects()
 	require.True(t, h.e.down(h.now, pid("b"), gen.ErrNoConnection))
-	out := h.e.takeEffects()
-	_ = out
+	h.e.takeEffects()
 	assert.True(t, h.e.timers[timerFast].armed, "a lost leader arms the fast pre-vote")
-	out = h.recv("c", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
-	assert.True(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "this voter saw the same down")
+	out := h.recv("0", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+	assert.True(t, sentTo[msgPreVoteReply](out, "0")[0].Granted, "this voter saw the same down")
+}
+
+// Two survivors of a leader's down must not both pre-vote and then split
+// the votes of the next term (deferToRanked): the one ranked later (its
+// node name sorts after) gives way to the other's pre-vote, even in the
+// middle of its own, and the one ranked first refuses the other's.
+func TestFastFailoverDefersToTheSurvivorRankedFirst(t *testing.T) {
+	lose := func(h *stateHarness) {
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		require.True(t, h.e.down(h.now, pid("b"), gen.ErrNoConnection))
+		h.e.takeEffects()
+		require.True(t, h.e.timers[timerFast].armed)
+	}
+	t.Run("ranked first refuses the later one", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "c")
+		lose(h)
+		out := h.recv("c", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+		assert.False(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "a@test is ranked before c@test and fails over itself")
+		assert.True(t, h.e.timers[timerFast].armed, "its own fast pre-vote stays")
+		h.fire(timerFast)
+		require.True(t, h.e.preVoting)
+		out = h.recv("c", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+		assert.False(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "nor during its own fast pre-vote")
+		assert.Equal(t, uint64(2), h.e.dropped["fast_failover_rank"], "refusals are counted")
+	})
+	t.Run("ranked later gives way before its timer", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0")
+		lose(h)
+		out := h.recv("0", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+		assert.True(t, sentTo[msgPreVoteReply](out, "0")[0].Granted)
+		assert.False(t, h.e.timers[timerFast].armed, "it gave up its fast pre-vote")
+		assert.Equal(t, uint64(1), h.e.deferredFailovers)
+	})
+	t.Run("ranked later gives way in its own pre-vote", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0")
+		lose(h)
+		h.fire(timerFast)
+		require.True(t, h.e.preVoting)
+		out := h.recv("0", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+		assert.True(t, sentTo[msgPreVoteReply](out, "0")[0].Granted)
+		assert.False(t, h.e.preVoting, "its pre-vote is over")
+		h.recv("0", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true})
+		assert.Equal(t, roleFollower, h.e.role, "a grant of the abandoned pre-vote starts no election")
+		assert.Equal(t, uint64(1), h.e.term)
+	})
+	t.Run("an ordinary pre-vote is granted to anyone", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "c")
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		h.advance(400 * time.Millisecond) // no down: the leader fell silent
+		h.fire(timerElection)
+		require.True(t, h.e.preVoting)
+		out := h.recv("c", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+		assert.True(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "ranks matter only after an observed down")
+	})
 }
 
 func TestFastFailoverIsStaggeredByRank(t *testing.T) {

@@ -191,9 +191,12 @@ func (h *hub) tick() {
 	ttl := hubPeerTTL * h.interval()
 	batches := make(map[gen.Atom][]beatEntry)
 	var wake []gen.PID
+	var due []parkedWake
+	horizon := parkHorizon(h.interval())
 	for _, actor := range h.order {
 		s := h.slots[actor]
 		s.mu.Lock()
+		due = s.dueParked(now, horizon, due)
 		if s.lead == false {
 			s.mu.Unlock()
 			continue
@@ -202,6 +205,10 @@ func (h *hub) tick() {
 		s.rounds = append(s.rounds, roundStamp{round: s.round, at: now})
 		if len(s.rounds) > 16 {
 			s.rounds = s.rounds[len(s.rounds)-16:]
+		}
+		s.stamps = append(s.stamps, roundStamp{round: s.round, at: now})
+		if len(s.stamps) > 16 {
+			s.stamps = s.stamps[len(s.stamps)-16:]
 		}
 		lost, changed := false, len(s.carried) != len(s.followers)
 		if s.carried == nil {
@@ -245,6 +252,7 @@ func (h *hub) tick() {
 	for _, actor := range wake {
 		h.process.Send(actor, hubCarryLost{})
 	}
+	h.fire(due)
 	h.armTick()
 }
 

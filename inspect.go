@@ -56,6 +56,7 @@ var inspectKeys = []inspectKey{
 	{"ergo:prevote_granted", "pre-vote grants in the current round, self included", func(e *election) string { return strconv.Itoa(len(e.preVotes)) }},
 	{"ergo:prevote_rounds", "pre-vote rounds started", func(e *election) string { return strconv.FormatUint(e.preVoteRounds, 10) }},
 	{"ergo:fast_failover_rounds", "pre-votes started early after the leader's down", func(e *election) string { return strconv.FormatUint(e.fastRounds, 10) }},
+	{"ergo:fast_failovers_deferred", "fast failovers this node gave up for a survivor ranked before it", func(e *election) string { return strconv.FormatUint(e.deferredFailovers, 10) }},
 	// coalesced liveness (coalesce.go, hub.go)
 	{"ergo:liveness_hub", "the node's liveness hub this election's heartbeats go through, \"none\" when it sends its own", func(e *election) string {
 		if e.shared == nil {
@@ -105,6 +106,7 @@ var inspectKeys = []inspectKey{
 	}},
 	{"ergo:quiet_until", "a freshly started actor grants no vote before this time", func(e *election) string { return timeText(e.startedAt.Add(e.quietPeriod())) }},
 	{"ergo:longest_step", "the longest time the actor spent on one message, callbacks and sends included", func(e *election) string { return e.longestStep.String() }},
+	{"ergo:timer_wakeups", "timers that went off: an idle election whose node's hub carries its heartbeats wakes only for its chores", func(e *election) string { return strconv.FormatUint(e.timerWakeups, 10) }},
 	{"ergo:handovers", "graceful handovers started by this node", func(e *election) string { return strconv.FormatUint(e.handovers, 10) }},
 	{"ergo:last_handover", "successor and time of the last handover", func(e *election) string { return textOr(e.lastHandover, "never") }},
 	// problems

@@ -205,6 +205,32 @@ func (e *election) fastFailoverDelay() time.Duration {
 	return step/2 + time.Duration(rank)*step + time.Duration(e.rng.Int64N(int64(step/2)+1))
 }
 
+// failingOverFast reports whether this follower saw its leader's down and
+// is about to pre-vote early, or is doing so (leaderLost).
+func (e *election) failingOverFast() bool {
+	if e.role != roleFollower || e.leader != (gen.PID{}) {
+		return false
+	}
+	return e.timers[timerFast].armed || (e.preVoting && e.preVoteFast)
+}
+
+// deferToRanked gives up this node's fast failover for a survivor ranked
+// before it that asked for a pre-vote. The staggered delays alone do not
+// keep two survivors apart when the node is busy (many elections losing
+// their leaders at once: a node crash): both pre-votes would succeed, both
+// would campaign for the same term and split its votes, and the failover
+// would wait a full election timeout. So the pre-vote of a survivor ranked
+// earlier wins over this node's own, and this node refuses the pre-votes
+// of survivors ranked after it while it fails over (handlePreVote). Only
+// liveness is at stake: pre-votes grant nothing, and a survivor that
+// deferred campaigns at its election timeout if the other one fails.
+func (e *election) deferToRanked(m *member) {
+	e.cancelTimer(timerFast)
+	e.preVoting, e.preVoteFast, e.preVotes = false, false, nil
+	e.deferredFailovers++
+	e.resetElectionDeadline()
+}
+
 // handover steps down on purpose and, when a reachable, up-to-date follower
 // exists, tells it to campaign at once. The leader stands down before the
 // follower's election starts, and that election is for a higher term, so two

@@ -55,6 +55,7 @@ func (e *election) timer(now time.Time, kind timerKind, generation uint64) {
 		return
 	}
 	t.armed = false
+	e.timerWakeups++
 	switch kind {
 	case timerElection:
 		e.electionTimeout()
@@ -64,6 +65,7 @@ func (e *election) timer(now time.Time, kind timerKind, generation uint64) {
 		if e.role == roleFollower && e.leader == (gen.PID{}) && e.preVoting == false && e.now.Before(e.notBefore) == false {
 			e.fastRounds++
 			e.campaign()
+			e.preVoteFast = e.preVoting
 		}
 	case timerGhost:
 		e.sweepGhosts()

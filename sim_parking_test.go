@@ -1,0 +1,141 @@
+package leader
+
+import (
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// Parked timers (parking.go): an idle election whose hub carries its
+// heartbeats does not wake for its own timers, and parking never delays
+// what the timers are for.
+
+// wakeups returns each actor's count of timers that went off, by node.
+func (c *simCluster) wakeups() map[gen.Atom]uint64 {
+	counts := make(map[gen.Atom]uint64)
+	for node, b := range c.actors {
+		counts[node] = b.state.timerWakeups
+	}
+	return counts
+}
+
+// TestSimulationIdleElectionsDoNotWake: four elections on three nodes with
+// default timings, settled. Over fifteen seconds, no follower and no leader
+// wakes more than about once per chore interval (ten ElectionTimeoutMin),
+// where without parking a follower wakes at every election timeout and a
+// leader at every lease check (several times a second). The elections keep
+// their leaders all along. One election with DisableCoalescing on the same
+// nodes is the control: it wakes at every heartbeat interval.
+func TestSimulationIdleElectionsDoNotWake(t *testing.T) {
+	for _, seed := range scenarioSeeds(t, 5) {
+		s := newSimTest(t, seed, lanNetwork())
+		s.replay = t.Name()
+		elections := manyElections(simOptions(), 5)
+		elections[4].DisableCoalescing = true
+		f, names := startSimFleet(s, 3, elections, protocolSwitches{})
+		if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
+			t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
+		}
+		s.runFor(time.Second)
+		before := f.leadership()
+		counts := make([]map[gen.Atom]uint64, len(f.clusters))
+		for i, c := range f.clusters {
+			counts[i] = c.wakeups()
+		}
+		const window = 15 * time.Second
+		s.runFor(window)
+		requireNoViolation(t, s)
+		if after := f.leadership(); changed(before, after) != 0 {
+			t.Fatalf("seed %d: leadership changed while idle: %v -> %v", seed, before, after)
+		}
+		cfg := f.clusters[0].cfg()
+		chores := int(window / (10 * cfg.electionTimeoutMin))
+		limit := uint64(chores + 3)
+		for i, c := range f.clusters {
+			for _, node := range names {
+				woke := c.wakeups()[node] - counts[i][node]
+				role := "follower"
+				if c.actors[node].state.role == roleLeader {
+					role = "leader"
+				}
+				if c.options.DisableCoalescing {
+					if woke < uint64(window/cfg.heartbeatInterval)/2 && role == "leader" {
+						t.Fatalf("seed %d: the uncoalesced control's leader woke %d times in %s: the count does not measure wake-ups", seed, woke, window)
+					}
+					continue
+				}
+				if woke > limit {
+					t.Fatalf("seed %d: election %q's %s on %s woke %d times in %s of idle, want at most %d (one per chore interval)", seed, c.options.ClusterID, role, node, woke, window, limit)
+				}
+			}
+		}
+	}
+}
+
+// TestSimulationParkedTimersStillFire: with the timers parked, a leader
+// whose followers stop answering (every link of its node black-holed, no
+// connection lost) stands down when its lease runs out, before anyone else
+// leads (the checkers), and the other two elect a leader within the bound;
+// a follower whose leader goes silent campaigns, as without parking.
+func TestSimulationParkedTimersStillFire(t *testing.T) {
+	for _, seed := range scenarioSeeds(t, 10) {
+		s := newSimTest(t, seed, lanNetwork())
+		s.replay = t.Name()
+		f, names := startSimFleet(s, 3, manyElections(simOptions(), 3), protocolSwitches{})
+		if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
+			t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
+		}
+		s.runFor(2 * time.Second) // long enough for every timer to be parked
+		victim, _ := f.busiest()
+		led := f.ledBy(victim)
+		if len(led) == 0 {
+			t.Fatalf("seed %d: %s leads nothing", seed, victim)
+		}
+		c := f.clusters[0]
+		s.note("NEMESIS black-hole every link of %s", victim)
+		for _, other := range names {
+			if other != victim {
+				c.blackhole(victim, other)
+				c.blackhole(other, victim)
+			}
+		}
+		cfg := c.cfg()
+		s.runFor(cfg.electionTimeoutMin + parkHorizon(cfg.heartbeatInterval))
+		for _, e := range led {
+			if b := e.actors[victim]; b.state.role == roleLeader {
+				t.Fatalf("seed %d: election %q: %s still leads %s after its followers went silent\n%s", seed, e.options.ClusterID, victim, cfg.electionTimeoutMin+parkHorizon(cfg.heartbeatInterval), s.report())
+			}
+		}
+		deadline := s.now.Add(10 * cfg.electionTimeoutMax)
+		for _, e := range led {
+			for s.now.Before(deadline) && ledApartFrom(e, victim) == false {
+				s.runFor(10 * time.Millisecond)
+			}
+			if ledApartFrom(e, victim) == false {
+				t.Fatalf("seed %d: election %q: the two others elected nobody within %s of %s going silent\n%s", seed, e.options.ClusterID, 10*cfg.electionTimeoutMax, victim, s.report())
+			}
+		}
+		requireNoViolation(t, s)
+		c.heal()
+	}
+}
+
+// ledApartFrom reports whether the members of c other than node follow one
+// leader of theirs.
+func ledApartFrom(c *simCluster, node gen.Atom) bool {
+	var leader gen.PID
+	for name, b := range c.actors {
+		if name == node {
+			continue
+		}
+		if b.state.leader == (gen.PID{}) || b.state.leader.Node == node {
+			return false
+		}
+		if leader != (gen.PID{}) && b.state.leader != leader {
+			return false
+		}
+		leader = b.state.leader
+	}
+	return leader != (gen.PID{})
+}
