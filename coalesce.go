@@ -61,8 +61,13 @@ type slot struct {
 	followTerm uint64
 	lead       bool // open rounds for the actor
 	leadTerm   uint64
-	followers  map[gen.Atom]gen.PID // where the rounds go: the members whose process is known
-	round      uint64               // the newest round number of leadTerm, the actor's or the hub's
+	// leading is lead as the actor last shared it, which the start of a
+	// step does not withdraw; inStep is true from the start of a step to
+	// its end. Together they tell the hub that a leader is only busy
+	// (hub.go, tick), not gone.
+	leading, inStep bool
+	followers       map[gen.Atom]gen.PID // where the rounds go: the members whose process is known
+	round           uint64               // the newest round number of leadTerm, the actor's or the hub's
 
 	// recorded by the hub, read by the actor
 	beatAt  time.Time           // when the hub last acknowledged follow's round for the actor
@@ -102,7 +107,7 @@ func (s *slot) settle(withdraw bool, acksSeen, carriedSeen uint64) sharedView {
 	defer s.mu.Unlock()
 	if withdraw {
 		s.follow, s.followTerm = gen.PID{}, 0
-		s.lead = false
+		s.lead, s.inStep = false, true
 		for i := range s.parked {
 			s.parked[i].active = false
 		}
@@ -149,7 +154,7 @@ func (s *slot) share(g grant) {
 		s.leadTerm, s.round = g.leadTerm, 0
 		s.acksVersion++
 	}
-	s.lead = g.lead
+	s.lead, s.leading, s.inStep = g.lead, g.lead, false
 	s.followers = g.followers
 	s.round = max(s.round, g.round)
 }

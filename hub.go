@@ -58,6 +58,7 @@ type (
 	// from the hub: it must send its own heartbeats there.
 	hubCarryLost struct{}
 	hubTick      struct{ Generation uint64 }
+	hubRetick    struct{ Generation uint64 }
 )
 
 // hubPeer is another node's hub as this one knows it.
@@ -76,6 +77,10 @@ type hub struct {
 	peers     map[gen.Atom]hubPeer
 	ticking   bool
 	tickGen   uint64
+	nextTick  time.Time
+	pending   []gen.PID // leaders a tick found in the middle of a step
+	retickGen uint64
+	reticks   int // since the last tick
 }
 
 func factoryHub() gen.ProcessBehavior { return &hub{} }
@@ -110,6 +115,10 @@ func (h *hub) ProcessRun() error {
 		case hubTick:
 			if m.From == h.process.PID() && message.Generation == h.tickGen {
 				h.tick()
+			}
+		case hubRetick:
+			if m.From == h.process.PID() && message.Generation == h.retickGen {
+				h.retick()
 			}
 		case gen.MessageDownPID:
 			if system && m.From == message.PID {
@@ -179,6 +188,7 @@ func (h *hub) armTick() {
 		return
 	}
 	h.tickGen++
+	h.nextTick = h.clock().Add(d)
 	if _, err := h.process.SendAfter(h.process.PID(), hubTick{Generation: h.tickGen}, d); err != nil {
 		h.ticking = false
 	}
@@ -186,59 +196,58 @@ func (h *hub) armTick() {
 
 // tick opens a round for every leader that allows it and sends each other
 // node the rounds of all of them in one message.
+//
+// A leader in the middle of a step has withdrawn its permission to open
+// rounds (coalesce.go). Skipping it would cost its lease a round: an actor
+// that handles messages every few milliseconds (its own work, say) is often
+// in a step when the tick comes, and two skipped rounds in a row let a
+// lease of three intervals run out. So the hub comes back for those
+// leaders a moment later (retickPause), and again, until their step ended
+// or the next tick is near.
 func (h *hub) tick() {
+	h.openRounds(h.order, true)
+	h.armTick()
+}
+
+// retick is the hub coming back for the leaders the last tick or retick
+// found in the middle of a step.
+func (h *hub) retick() {
+	pending := h.pending
+	h.pending = nil
+	h.openRounds(pending, false)
+}
+
+// openRounds opens a round for each of actors' slots that allows it,
+// sends the rounds to their nodes and fires the parked timers that are due
+// (ticks only: a retick comes for the rounds). Leaders in a step are kept
+// for a retick.
+func (h *hub) openRounds(actors []gen.PID, ticking bool) {
 	now := h.clock()
 	ttl := hubPeerTTL * h.interval()
 	batches := make(map[gen.Atom][]beatEntry)
 	var wake []gen.PID
 	var due []parkedWake
 	horizon := parkHorizon(h.interval())
-	for _, actor := range h.order {
-		s := h.slots[actor]
+	for _, actor := range actors {
+		s, ok := h.slots[actor]
+		if ok == false {
+			continue // it terminated meanwhile
+		}
 		s.mu.Lock()
-		due = s.dueParked(now, horizon, due)
+		if ticking {
+			due = s.dueParked(now, horizon, due)
+		}
 		if s.lead == false {
+			if s.inStep && s.leading {
+				h.pending = append(h.pending, actor)
+			}
 			s.mu.Unlock()
 			continue
 		}
-		s.round++
-		s.rounds = append(s.rounds, roundStamp{round: s.round, at: now})
-		if len(s.rounds) > 16 {
-			s.rounds = s.rounds[len(s.rounds)-16:]
-		}
-		s.stamps = append(s.stamps, roundStamp{round: s.round, at: now})
-		if len(s.stamps) > 16 {
-			s.stamps = s.stamps[len(s.stamps)-16:]
-		}
-		lost, changed := false, len(s.carried) != len(s.followers)
-		if s.carried == nil {
-			s.carried = make(map[gen.Atom]bool, len(s.followers))
-		}
-		for node := range s.carried {
-			if _, ok := s.followers[node]; ok == false {
-				delete(s.carried, node)
-			}
-		}
-		for node := range s.followers {
-			batches[node] = append(batches[node], beatEntry{ClusterID: s.cluster, Term: s.leadTerm, Leader: s.actor, Round: s.round})
-			peer, known := h.peers[node]
-			carried := known && now.Sub(peer.heardAt) < ttl && now.Sub(s.unserved[node]) >= ttl
-			was, had := s.carried[node]
-			if was && carried == false {
-				lost = true
-			}
-			if had == false || was != carried {
-				changed = true
-			}
-			s.carried[node] = carried
-		}
-		if changed {
-			s.carriedVersion++
-		}
-		s.mu.Unlock()
-		if lost {
+		if h.openRound(s, now, ttl, batches) {
 			wake = append(wake, actor)
 		}
+		s.mu.Unlock()
 	}
 	nodes := make([]gen.Atom, 0, len(batches))
 	for node := range batches {
@@ -247,13 +256,78 @@ func (h *hub) tick() {
 	slices.Sort(nodes)
 	for _, node := range nodes {
 		// by name: a restarted node's hub is a new process
-		h.process.Send(gen.ProcessID{Name: hubName, Node: node}, msgBeats{Beats: batches[node]})
+		h.sendConnected(node, gen.ProcessID{Name: hubName, Node: node}, msgBeats{Beats: batches[node]})
 	}
 	for _, actor := range wake {
 		h.process.Send(actor, hubCarryLost{})
 	}
 	h.fire(due)
-	h.armTick()
+	if ticking {
+		h.reticks = 0
+	}
+	if len(h.pending) > 0 {
+		pause := retickPause(h.interval(), h.reticks)
+		if h.reticks < maxReticks && h.clock().Add(pause).Before(h.nextTick) {
+			h.reticks++
+			h.retickGen++
+			h.process.SendAfter(h.process.PID(), hubRetick{Generation: h.retickGen}, pause)
+		} else {
+			h.pending = nil // a leader busy for that long misses this round
+		}
+	}
+}
+
+// maxReticks is how many times per interval the hub comes back for leaders
+// in the middle of a step, retickPause apart.
+const maxReticks = 4
+
+// retickPause is how long the hub waits before it comes back for leaders
+// that were in the middle of a step the n-th time: a millisecond, doubling
+// (a step is usually far shorter), never more than a tenth of the interval.
+func retickPause(interval time.Duration, n int) time.Duration {
+	return max(min(time.Millisecond<<n, interval/10), 100*time.Microsecond)
+}
+
+// openRound opens the next round of a leading slot, queues its beats in
+// batches and updates which follower nodes its rounds reach; s.mu is held.
+// It reports whether a node stopped being carried (the leader must be
+// woken to send there itself).
+func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches map[gen.Atom][]beatEntry) bool {
+	s.round++
+	s.rounds = append(s.rounds, roundStamp{round: s.round, at: now})
+	if len(s.rounds) > 16 {
+		s.rounds = s.rounds[len(s.rounds)-16:]
+	}
+	s.stamps = append(s.stamps, roundStamp{round: s.round, at: now})
+	if len(s.stamps) > 16 {
+		s.stamps = s.stamps[len(s.stamps)-16:]
+	}
+	lost, changed := false, len(s.carried) != len(s.followers)
+	if s.carried == nil {
+		s.carried = make(map[gen.Atom]bool, len(s.followers))
+	}
+	for node := range s.carried {
+		if _, ok := s.followers[node]; ok == false {
+			delete(s.carried, node)
+		}
+	}
+	for node := range s.followers {
+		batches[node] = append(batches[node], beatEntry{ClusterID: s.cluster, Term: s.leadTerm, Leader: s.actor, Round: s.round})
+		peer, known := h.peers[node]
+		carried := known && now.Sub(peer.heardAt) < ttl && now.Sub(s.unserved[node]) >= ttl
+		was, had := s.carried[node]
+		if was && carried == false {
+			lost = true
+		}
+		if had == false || was != carried {
+			changed = true
+		}
+		s.carried[node] = carried
+	}
+	if changed {
+		s.carriedVersion++
+	}
+	return lost
 }
 
 // heard notes that the hub of from's node is alive.
@@ -293,7 +367,21 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 			h.process.Send(s.actor, hubBeat{ClusterID: b.ClusterID, Term: b.Term, Leader: b.Leader, Round: b.Round})
 		}
 	}
-	h.process.Send(from, msgBeatAcks{Acks: acks, Unserved: unserved})
+	h.sendConnected(from.Node, from, msgBeatAcks{Acks: acks, Unserved: unserved})
+}
+
+// sendConnected sends to another node only while the framework has a
+// connection to it. A send to a node that is not connected makes the
+// framework dial it on the sender's goroutine, and a dial to a node behind
+// a firewall that drops packets hangs until the dial times out: the hub
+// would stop for every election on the node (their leases would run out).
+// Nothing is lost by skipping: a node the hub does not reach is not carried,
+// and its leaders send there themselves, through their dialers.
+func (h *hub) sendConnected(node gen.Atom, to any, message any) {
+	if _, err := h.process.Node().Network().Node(node); err != nil {
+		return
+	}
+	h.process.Send(to, message)
 }
 
 // acks records the acknowledgements another node's hub sent for its

@@ -53,6 +53,73 @@ func TestHubAnswersOnlyWhatItWasAllowedTo(t *testing.T) {
 	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: pid("b"), Round: 8}, p.sent[0], "no permission: the actor answers itself")
 }
 
+// A send to a node that is not connected would make the framework dial it
+// on the hub's goroutine, and a dial to a node behind a firewall that drops
+// packets hangs for the dial timeout: every election of the node would lose
+// its heartbeats meanwhile. The hub sends only to connected nodes; the
+// leader reaches the others itself (the node is not carried).
+func TestHubSendsNothingToANodeThatIsNotConnected(t *testing.T) {
+	leader := &slot{cluster: "c", actor: pid("a"), lead: true, leadTerm: 2,
+		followers: map[gen.Atom]gen.PID{node("b"): pid("b"), node("c"): pid("c")}}
+	h, p := newTestHub(leader)
+	leader.interval = 50 * time.Millisecond
+	p.unconnected = map[gen.Atom]bool{node("c"): true}
+	h.tick()
+	assert.Equal(t, []any{gen.ProcessID{Name: hubName, Node: node("b")}}, p.sentTo[:1], "beats go to b's hub only")
+	for _, to := range p.sentTo {
+		if id, ok := to.(gen.ProcessID); ok {
+			assert.NotEqual(t, node("c"), id.Node, "nothing is sent to c, which is not connected")
+		}
+	}
+	p.sent, p.sentTo = nil, nil
+	h.beats(gen.PID{Node: node("c"), ID: 3, Creation: 1}, msgBeats{})
+	assert.Empty(t, p.sentTo, "no answer to c's hub while c is not connected")
+}
+
+// A leader in the middle of a step when the hub ticks has withdrawn its
+// permission to open rounds. The hub does not skip it (a leader that
+// handles a message every few milliseconds is often in a step at the tick,
+// and two skipped rounds would end its lease): it comes back a moment
+// later and opens the round once the step ended; a leader that stood down
+// in that step is not waited for.
+func TestHubComesBackForALeaderInTheMiddleOfAStep(t *testing.T) {
+	leader := &slot{cluster: "c", actor: pid("a"), interval: 50 * time.Millisecond}
+	leader.share(grant{lead: true, leadTerm: 2, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
+	h, p := newTestHub(leader)
+	h.armTick()
+	p.sent = nil
+	leader.settle(true, 0, 0) // the actor's step begins
+	h.tick()
+	beats := func() []msgBeats {
+		var list []msgBeats
+		for _, m := range p.sent {
+			if b, ok := m.(msgBeats); ok {
+				list = append(list, b)
+			}
+		}
+		return list
+	}
+	assert.Empty(t, beats(), "no round for a leader in a step")
+	assert.Contains(t, p.sent, hubRetick{Generation: h.retickGen}, "the hub comes back for it")
+	assert.Equal(t, uint64(0), leader.round)
+
+	leader.share(grant{lead: true, leadTerm: 2, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}}) // the step ends
+	p.sent = nil
+	h.retick()
+	require.Len(t, beats(), 1, "the round, a moment late")
+	assert.Equal(t, uint64(1), beats()[0].Beats[0].Round)
+	assert.Empty(t, h.pending)
+
+	leader.settle(true, 0, 0)
+	h.tick()
+	leader.share(grant{}) // it stood down in that step
+	p.sent = nil
+	h.retick()
+	assert.Empty(t, beats())
+	assert.Empty(t, h.pending, "nobody to wait for")
+	assert.NotContains(t, p.sent, hubRetick{Generation: h.retickGen + 1})
+}
+
 // Acknowledgements count only for the leader's own term, from the follower
 // it sends to, for rounds it opened; a node's hub speaks only for its own
 // followers.

@@ -18,7 +18,31 @@ type scriptedProcess struct {
 	answers      []error // Monitor's answers, in order; nil once exhausted
 	monitored    []gen.PID
 	sent         []any
+	sentTo       []any
 	after        []time.Duration
+	unconnected  map[gen.Atom]bool // nodes the network reports as not connected
+}
+
+// Node and Network answer only whether a node is connected.
+func (p *scriptedProcess) Node() gen.Node { return scriptedNode{p: p} }
+
+type scriptedNode struct {
+	gen.Node
+	p *scriptedProcess
+}
+
+func (n scriptedNode) Network() gen.Network { return scriptedNetwork{p: n.p} }
+
+type scriptedNetwork struct {
+	gen.Network
+	p *scriptedProcess
+}
+
+func (n scriptedNetwork) Node(name gen.Atom) (gen.RemoteNode, error) {
+	if n.p.unconnected[name] {
+		return nil, gen.ErrNoConnection
+	}
+	return nil, nil
 }
 
 func (p *scriptedProcess) PID() gen.PID    { return p.self }
@@ -38,6 +62,7 @@ func (p *scriptedProcess) MonitorNode(node gen.Atom) error { return nil }
 
 func (p *scriptedProcess) Send(to any, message any) error {
 	p.sent = append(p.sent, message)
+	p.sentTo = append(p.sentTo, to)
 	return nil
 }
 

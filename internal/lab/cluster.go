@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -268,6 +269,23 @@ func (c *Cluster) Close() {
 }
 
 func (c *Cluster) teardown() {
+	if c.t.Failed() && os.Getenv("LEADER_LAB_DUMP") != "" {
+		for _, n := range c.nodes {
+			n.mu.Lock()
+			proc := n.proc
+			n.mu.Unlock()
+			if proc != nil && n.Alive() {
+				proc.Signal(syscall.SIGQUIT)
+			}
+		}
+		for _, n := range c.nodes {
+			n.waitExit(5 * time.Second)
+		}
+		for _, n := range c.nodes {
+			data, _ := os.ReadFile(n.logFile(n.incarnation))
+			os.WriteFile(fmt.Sprintf("%s/dump-%d.log", os.Getenv("LEADER_LAB_DUMP"), n.Index), data, 0o644)
+		}
+	}
 	for _, n := range c.nodes {
 		n.kill()
 	}

@@ -42,7 +42,9 @@
 // The control channel is a pair of pipes (fd 3 commands, fd 4 reports, one
 // JSON object per line); stdout and stderr go to the node's log file in
 // Cluster.Dir (kept with LEADER_LAB_LOGS=<dir>, printed on failure or with
-// LEADER_LAB_VERBOSE=1). A child pushes its Status (the actor's Inspect
+// LEADER_LAB_VERBOSE=1; with LEADER_LAB_DUMP=<dir>, a failed test first
+// sends every node SIGQUIT and copies each log, the Go runtime's goroutine
+// dump at its end, to <dir>/dump-<index>.log). A child pushes its Status (the actor's Inspect
 // keys, the probe counters, each peer's connection and pool) whenever it
 // changes, and answers Node.Do and Node.Refresh; Child.Emit pushes events
 // (the test actor reports its callbacks with it). Every child watches its
