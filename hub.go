@@ -205,8 +205,8 @@ func (h *hub) armTick() {
 // leaders a moment later (retickPause), and again, until their step ended
 // or the next tick is near.
 func (h *hub) tick() {
+	h.armTick() // first: a retick must know when the next tick comes
 	h.openRounds(h.order, true)
-	h.armTick()
 }
 
 // retick is the hub coming back for the leaders the last tick or retick

@@ -86,8 +86,6 @@ func TestHubComesBackForALeaderInTheMiddleOfAStep(t *testing.T) {
 	leader := &slot{cluster: "c", actor: pid("a"), interval: 50 * time.Millisecond}
 	leader.share(grant{lead: true, leadTerm: 2, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
 	h, p := newTestHub(leader)
-	h.armTick()
-	p.sent = nil
 	leader.settle(true, 0, 0) // the actor's step begins
 	h.tick()
 	beats := func() []msgBeats {
