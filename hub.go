@@ -80,7 +80,10 @@ type hub struct {
 	nextTick  time.Time
 	pending   []gen.PID // leaders a tick found in the middle of a step
 	retickGen uint64
-	reticks   int // since the last tick
+	// the shortest interval of the slots, recomputed after a join or leave
+	shortest      time.Duration
+	intervalKnown bool
+	reticks       int // since the last tick
 }
 
 func factoryHub() gen.ProcessBehavior { return &hub{} }
@@ -143,6 +146,7 @@ func (h *hub) join(s *slot) {
 			return // it is gone already
 		}
 		h.slots[s.actor] = s
+		h.intervalKnown = false
 		h.order = append(h.order, s.actor)
 		slices.SortFunc(h.order, comparePID)
 		h.byCluster[s.cluster] = append(h.byCluster[s.cluster], s)
@@ -161,6 +165,7 @@ func (h *hub) leave(actor gen.PID) {
 		return
 	}
 	delete(h.slots, actor)
+	h.intervalKnown = false
 	h.order = slices.DeleteFunc(h.order, func(p gen.PID) bool { return p == actor })
 	list := slices.DeleteFunc(h.byCluster[s.cluster], func(x *slot) bool { return x == s })
 	if len(list) == 0 {
@@ -172,13 +177,16 @@ func (h *hub) leave(actor gen.PID) {
 
 // interval is the shortest HeartbeatInterval of the joined actors.
 func (h *hub) interval() time.Duration {
-	var d time.Duration
-	for _, s := range h.slots {
-		if d == 0 || s.interval < d {
-			d = s.interval
+	if h.intervalKnown == false {
+		h.shortest = 0
+		for _, s := range h.slots {
+			if h.shortest == 0 || s.interval < h.shortest {
+				h.shortest = s.interval
+			}
 		}
+		h.intervalKnown = true
 	}
-	return d
+	return h.shortest
 }
 
 func (h *hub) armTick() {

@@ -1,7 +1,7 @@
 package leader
 
 import (
-	"slices"
+	"sort"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -171,23 +171,33 @@ func (s *slot) hubLease(lease time.Duration, need int) time.Time {
 	if need <= 0 || len(s.acks) < need {
 		return time.Time{}
 	}
-	var sent []time.Time
+	// the need newest send times, newest first (every tick, for every
+	// leader: no allocation for the usual views)
+	var buffer [8]time.Time
+	newest := buffer[:0]
 	for node, round := range s.acks {
 		if _, ok := s.followers[node]; ok == false {
 			continue
 		}
 		for _, r := range s.stamps {
-			if r.round == round {
-				sent = append(sent, r.at)
-				break
+			if r.round != round {
+				continue
 			}
+			at := sort.Search(len(newest), func(k int) bool { return newest[k].Before(r.at) })
+			if at < need {
+				if len(newest) < need {
+					newest = append(newest, time.Time{})
+				}
+				copy(newest[at+1:], newest[at:len(newest)-1])
+				newest[at] = r.at
+			}
+			break
 		}
 	}
-	if len(sent) < need {
+	if len(newest) < need {
 		return time.Time{}
 	}
-	slices.SortFunc(sent, func(a, b time.Time) int { return b.Compare(a) })
-	return sent[need-1].Add(lease)
+	return newest[need-1].Add(lease)
 }
 
 // parkedWake is a parked timer the hub is about to fire.
