@@ -114,9 +114,16 @@ func TestClusterLeaderNodeStops(t *testing.T) {
 			bound := clusterFastTimings.electionMax()*3 + clSlack
 			require.Less(t, failover, bound, "a new leader must be elected within %s", bound)
 
-			// Nothing of the old actor runs once its node is stopped.
+			// Nothing of the old actor runs once its node is stopped, but
+			// for its Terminate after StopForce: the framework kills the
+			// processes and returns without waiting for them to handle the
+			// kill (v320 too), so Terminate may run a moment later. It is
+			// no leadership callback.
 			var demoted []cbEvent
 			for _, e := range c.rec.find(func(e cbEvent) bool { return e.pid == oldPID }) {
+				if graceful == false && e.kind == cbTerminate {
+					continue
+				}
 				require.True(t, e.at.Before(stopped), "callback of the stopped leader after its node stopped: %s", e)
 				if e.kind == cbFollower && e.at.Before(stopAt) == false {
 					demoted = append(demoted, e)
