@@ -531,6 +531,7 @@ func (e *election) handlePreVoteReply(m *member, reply msgPreVoteReply) {
 	}
 	if reply.Granted == false {
 		e.introduceTo(reply.Leader)
+		e.fastPreVoteRefused()
 		return
 	}
 	e.preVotes[m.node] = true

@@ -176,6 +176,16 @@ func TestFastFailoverDefersToTheSurvivorRankedFirst(t *testing.T) {
 		assert.Equal(t, roleFollower, h.e.role, "a grant of the abandoned pre-vote starts no election")
 		assert.Equal(t, uint64(1), h.e.term)
 	})
+	t.Run("a refused fast pre-vote no longer blocks the others", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "c", "d")
+		lose(h)
+		h.fire(timerFast)
+		require.True(t, h.e.preVoting)
+		h.recv("d", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: false}) // d has not seen the down yet
+		assert.True(t, h.e.preVoting, "the round stays open")
+		out := h.recv("c", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 4})
+		assert.True(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "c, ranked after, may now find every voter ready")
+	})
 	t.Run("an ordinary pre-vote is granted to anyone", func(t *testing.T) {
 		h := newStateHarness(t, Options{}, "b", "c")
 		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})

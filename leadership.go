@@ -231,6 +231,18 @@ func (e *election) deferToRanked(m *member) {
 	e.resetElectionDeadline()
 }
 
+// fastPreVoteRefused ends the fast failover of a survivor whose early
+// pre-vote a voter refused. The voter has most likely not handled the
+// leader's down yet (it still keeps its promise to the leader), which
+// under load takes longer than the first survivor's head start. The round
+// stays open, as any pre-vote does, but the survivor stops refusing the
+// pre-votes of the survivors ranked after it (deferToRanked): one of them,
+// a step later, may find every voter ready, where waiting for this round
+// would take an election timeout.
+func (e *election) fastPreVoteRefused() {
+	e.preVoteFast = false
+}
+
 // handover steps down on purpose and, when a reachable, up-to-date follower
 // exists, tells it to campaign at once. The leader stands down before the
 // follower's election starts, and that election is for a higher term, so two
