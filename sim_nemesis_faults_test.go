@@ -347,7 +347,14 @@ func TestNemesisCandidateStandsDown(t *testing.T) {
 			c.denyRate = 1
 		}
 		var got *standDown
+		var watching *simActor // denied: the candidate whose denial is awaited
 		s.check.whenever(func() bool {
+			if got != nil {
+				return true
+			}
+			if watching != nil {
+				return false
+			}
 			for _, name := range c.liveNames() {
 				b := c.actors[name]
 				if b.state.role != roleCandidate || b.state.confirming {
@@ -359,15 +366,22 @@ func TestNemesisCandidateStandsDown(t *testing.T) {
 					got = &standDown{role: b.state.role, term: b.Term(), kindBefore: kind, kind: s.process(b.PID()).kind, calls: calls, after: len(b.calls), last: last, leaderRan: ledTerm(b, term)}
 				}
 				if denied {
-					// its win is denied whenever it comes: look right after
+					// its win is denied whenever it comes: look right after;
+					// a candidate that loses its term first (another won it,
+					// or a higher term came) is no case: look for the next
+					watching = b
 					s.check.whenever(func() bool {
 						if b.state.confirmDenied == 0 {
-							return b.Term() != term
+							if b.Term() != term {
+								watching = nil
+								return true
+							}
+							return false
 						}
 						snapshot()
 						return true
 					})
-					return true
+					return false
 				}
 				from := c.actors[c.others(name)[0]]
 				s.deliver(b.PID(), false, from.PID(), msgHelloReply{ClusterID: b.ClusterID(), Term: term + 1, Name: from.Name()})
