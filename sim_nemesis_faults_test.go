@@ -370,8 +370,9 @@ func TestNemesisCandidateStandsDown(t *testing.T) {
 					// a candidate that loses its term first (another won it,
 					// or a higher term came) is no case: look for the next
 					watching = b
+					deniedBefore := b.state.confirmDenied
 					s.check.whenever(func() bool {
-						if b.state.confirmDenied == 0 {
+						if b.state.confirmDenied == deniedBefore {
 							if b.Term() != term {
 								watching = nil
 								return true
