@@ -107,7 +107,9 @@ func labProgram() lab.Program {
 				return err
 			}
 			time.AfterFunc(labJoinStagger, func() {
-				if _, err := labCall(c, "join", after); err != nil {
+				// "join-initial": a node the test unlisted meanwhile stays
+				// unlisted (it may be cut off on purpose already)
+				if _, err := labCall(c, "join-initial", after); err != nil {
 					c.Logf("join %v: %v", after, err)
 				}
 			})
@@ -208,6 +210,7 @@ type labActor struct {
 	tick        time.Duration
 	every       time.Duration // of the discovery loop; 0: none
 	listed      map[gen.Atom]bool
+	unlisted    map[gen.Atom]bool // unlisted or left since: the start's staggered join skips them
 	discovering bool
 }
 
@@ -216,6 +219,7 @@ func (a *labActor) Init(args ...any) (Options, error) {
 	a.tick = time.Duration(c.ParamInt(labParamTick, 5)) * time.Millisecond
 	a.every = time.Duration(max(c.ParamInt(labParamDiscover, 100), 0)) * time.Millisecond
 	a.listed = make(map[gen.Atom]bool)
+	a.unlisted = make(map[gen.Atom]bool)
 	if _, err := a.SendAfter(a.PID(), labTick{}, a.tick); err != nil {
 		return Options{}, err
 	}
@@ -257,8 +261,12 @@ func (a *labActor) HandleCall(from gen.PID, ref gen.Ref, request any) (any, erro
 		return nil, gen.ErrUnsupported
 	}
 	switch op.op {
-	case "join":
+	case "join", "join-initial":
 		for _, node := range op.args {
+			if op.op == "join-initial" && a.unlisted[gen.Atom(node)] {
+				continue
+			}
+			delete(a.unlisted, gen.Atom(node))
 			a.listed[gen.Atom(node)] = true
 			a.Join(gen.ProcessID{Name: labActorName, Node: gen.Atom(node)})
 		}
@@ -271,10 +279,12 @@ func (a *labActor) HandleCall(from gen.PID, ref gen.Ref, request any) (any, erro
 	case "unlist":
 		for _, node := range op.args {
 			delete(a.listed, gen.Atom(node))
+			a.unlisted[gen.Atom(node)] = true
 		}
 	case "leave":
 		for _, node := range op.args {
 			delete(a.listed, gen.Atom(node))
+			a.unlisted[gen.Atom(node)] = true
 			a.Leave(gen.Atom(node))
 		}
 	case "stepdown":
