@@ -40,8 +40,10 @@ import (
 // (shareState). So the hub never speaks for an actor that is deciding
 // something, and every decision sees everything the hub did for it: the
 // lease argument holds unchanged, with the hub's sends counted as the
-// actor's. A follower whose leader is alive is not woken at all between its
-// election timeouts, nor a leader between lease checks.
+// actor's. A follower whose leader is alive is not woken by its leader's
+// rounds, and not even by its own election timer, which it parks with the
+// hub (parking.go); nor is a leader woken for the lease checks the hub's
+// rounds keep passing.
 //
 // When there is no hub (it failed, or coalescing is disabled), or the other
 // node has none, the actor sends and answers per election, as it would
