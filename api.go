@@ -106,7 +106,8 @@ func (a *Actor) Bootstrap() []gen.ProcessID {
 // Join declares a peer and opens negotiation with it. The peer counts toward
 // the view at once, before it has answered. Idempotent per node: calling it
 // again for a known node only re-probes one that is not reachable, at most
-// once per ElectionTimeoutMax, so it is safe from a discovery loop. Join
+// once per ElectionTimeoutMax (a peer never heard from: with a spacing that
+// doubles up to 8×ElectionTimeoutMax), so it is safe from a discovery loop. Join
 // overrides an earlier Leave of the same node. Called from Init, it is
 // applied right after the options.
 func (a *Actor) Join(peer gen.ProcessID) {

@@ -19,10 +19,36 @@ import (
 // actor probes the member once the connection exists.
 
 // dialRequest asks the dialer to connect to Node. With Reset, it first
-// disconnects an existing connection that carries nothing (silence.go).
+// disconnects an existing connection that carries nothing (silence.go), and
+// dials again after Pause (see redialPause).
 type dialRequest struct {
 	Node  gen.Atom
 	Reset bool
+	Pause time.Duration
+}
+
+// redialPause is how long a node waits, after it reset a silent connection,
+// before it dials the peer again: nothing for the node whose name sorts
+// first, pause for the other one.
+//
+// Why. The silent connection usually has a twin on the other side: after two
+// nodes dialed each other at the same instant, a framework with the
+// simultaneous-connect bug (v320) leaves each of them holding a connection
+// the other does not use, and each acceptor refuses a new dial while it holds
+// one. A reset on one side followed by a dial at once is refused by the
+// other, whose connection is still there, and leaves a new silent connection
+// behind: the two sides, each resetting in turn, never converge. The other
+// side finds its own connection silent and resets it within its silence
+// bound; if one of the two waits that long before it dials, the other's dial
+// finds no connection there and is accepted, and the waiting side then uses
+// that connection. Sends by name from other processes of the node still dial
+// at once: code of your own that sends to the peer all the time can keep the
+// pair from converging on such a framework version.
+func redialPause(self, peer gen.Atom, pause time.Duration) time.Duration {
+	if self < peer {
+		return 0
+	}
+	return pause
 }
 
 // dialResult reports the outcome of a dialRequest to the actor.
@@ -52,16 +78,23 @@ func (d *dialer) ProcessTerminate(reason error) {}
 func (d *dialer) ProcessRun() error {
 	return serveHelper(d.process, func(m *gen.MailboxMessage, system bool) {
 		request, isRequest := m.Message.(dialRequest)
-		if isRequest == false || m.From != d.process.Parent() {
+		if isRequest == false || (m.From != d.process.Parent() && m.From != d.process.PID()) {
 			return
 		}
 		if request.Reset {
 			if remote, err := d.process.Node().Network().Node(request.Node); err == nil {
 				remote.Disconnect()
 			}
+			if pause := redialPause(d.process.Node().Name(), request.Node, request.Pause); pause > 0 {
+				// the actor keeps the node marked as being dialed meanwhile,
+				// so it asks for no other dial; sends that find a connection
+				// the peer made use it
+				d.process.SendAfter(d.process.PID(), dialRequest{Node: request.Node}, pause)
+				return
+			}
 		}
 		_, err := d.process.Node().Network().GetNode(request.Node)
-		d.process.Send(m.From, dialResult{Node: request.Node, Err: err})
+		d.process.Send(d.process.Parent(), dialResult{Node: request.Node, Err: err})
 	})
 }
 
@@ -180,7 +213,7 @@ func (a *Actor) resetConnection(node gen.Atom) {
 	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected; "+
 		"resetting the connection (a link that drops packets, or a simultaneous connect that left both sides waiting)",
 		a.state.cfg.clusterID, node, a.state.silenceBound())
-	a.askDialer(dialRequest{Node: node, Reset: true})
+	a.askDialer(dialRequest{Node: node, Reset: true, Pause: a.state.silenceBound() + a.state.cfg.electionTimeoutMax})
 }
 
 // connectionResets spaces out the resets of one connection by all the

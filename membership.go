@@ -23,6 +23,7 @@ type member struct {
 	lastSentOK       time.Time // last send the framework accepted (evidence in reference mode)
 	unreachableSince time.Time // zero while reachable; set by a down with ErrNoConnection
 	nextProbe        time.Time // earliest next Hello by name; spaces out dials to a gone node
+	probesUnanswered int       // Hellos sent before it was ever heard from (probeSpacing)
 	sendErr          error     // last send failure, cleared by the next success
 	sendFailingSince time.Time // first of the failures in a row; zero while sends get through
 	nameFailures     int       // consecutive failed sends by name
@@ -101,8 +102,34 @@ func (e *election) join(peer gen.ProcessID) {
 // probe sends Join's Hello by name and spaces out the next one, so that a
 // discovery loop calling Join on a gone node does not dial it on every tick.
 func (e *election) probe(m *member) {
-	m.nextProbe = e.now.Add(e.cfg.electionTimeoutMax)
+	m.nextProbe = e.now.Add(e.probeSpacing(m))
 	e.send(m, msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName})
+}
+
+// maxProbeBackoff caps the doubling of the Hello spacing for a member never
+// met: eight times ElectionTimeoutMax (2.4 s at the defaults).
+const maxProbeBackoff = 3
+
+// probeSpacing is the time to the next Hello to m: ElectionTimeoutMax for a
+// member this actor has met before (a ghost must come back within one
+// election timeout of a heal), and for one never met a spacing that doubles
+// with every unanswered Hello, up to 8×ElectionTimeoutMax, with a quarter of
+// jitter.
+//
+// Why. A Hello to a process that does not exist yet is dropped by the other
+// node without an answer. When thousands of elections start on the same
+// nodes at once, each of them says Hello to every peer that has not spawned
+// its member yet, every ElectionTimeoutMax: tens of thousands of messages a
+// second that keep the nodes too busy to answer the Hellos that could be
+// answered, and the cold start never ends. Backing off keeps that load
+// falling while the peers start.
+func (e *election) probeSpacing(m *member) time.Duration {
+	if m.knownPID != (gen.PID{}) {
+		return e.cfg.electionTimeoutMax
+	}
+	spacing := e.cfg.electionTimeoutMax << min(m.probesUnanswered, maxProbeBackoff)
+	m.probesUnanswered++
+	return spacing + time.Duration(e.rng.Int64N(int64(spacing)/4+1))
 }
 
 // leave withdraws a peer from the view and from every quorum computed

@@ -179,3 +179,39 @@ func TestUnconfirmedMonitorHasItsConnectionChecked(t *testing.T) {
 	h.e.findSilentConnections()
 	assert.Equal(t, []gen.Atom{node("b")}, h.e.takeEffects().checkConnected, "only b's monitor is unconfirmed")
 }
+
+// A discovery loop that calls Join every 50 ms for a peer that has not
+// started its member yet: the Hellos to it space out (doubling up to
+// 8×ElectionTimeoutMax), while a peer met before and then lost is probed
+// every ElectionTimeoutMax, so that it comes back quickly after a heal.
+func TestHellosToAPeerNeverMetBackOff(t *testing.T) {
+	h := newStateHarness(t, Options{}, "c")
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.e.down(h.now, pid("c"), gen.ErrNoConnection) // met, then lost
+	h.e.takeEffects()
+	var toNew, toLost []time.Time
+	for start := h.now; h.now.Sub(start) < 20*time.Second; h.advance(50 * time.Millisecond) {
+		h.e.now = h.now
+		h.e.join(procID("b"))
+		h.e.join(procID("c"))
+		out := h.e.takeEffects()
+		if len(sentTo[msgHello](out, "b")) > 0 {
+			toNew = append(toNew, h.now)
+		}
+		if len(sentTo[msgHello](out, "c")) > 0 {
+			toLost = append(toLost, h.now)
+		}
+	}
+	max := time.Duration(DefaultElectionTimeoutMax) * time.Millisecond
+	require.GreaterOrEqual(t, len(toNew), 5)
+	for i := 1; i < len(toNew); i++ {
+		gap := toNew[i].Sub(toNew[i-1])
+		want := max << min(i-1, maxProbeBackoff)
+		assert.GreaterOrEqual(t, gap, want, "Hello %d to the peer never met", i+1)
+		assert.Less(t, gap, want*5/4+100*time.Millisecond, "Hello %d to the peer never met", i+1)
+	}
+	assert.Less(t, len(toNew), 14, "20 s of Hellos to a peer never met, backed off to 2.4 s")
+	assert.Greater(t, len(toLost), 55, "20 s of Hellos to a lost member, one every ElectionTimeoutMax")
+	h.recv("b", msgHello{ClusterID: "c"})
+	assert.Equal(t, pid("b"), h.e.members[node("b")].pid, "the peer that finally started is a member")
+}

@@ -381,8 +381,12 @@ func (c *Child) startProbes() {
 type probeTick struct{}
 
 // probeSender sends a Probe to every peer's counter every few
-// milliseconds. A send toward a cut peer may block it for a dial timeout;
-// it is its own process, so nothing else waits.
+// milliseconds, over the connection the node has to the peer: it never
+// dials. The election's own processes make and remake connections; probe
+// senders that dialed by name, eight per node every 20 ms, would turn every
+// reconnect into a simultaneous connect from both sides, which on a
+// framework with the simultaneous-connect bug (ERGO_STANDIN_BUGS) leaves
+// the pair dead over and over, whatever the election does.
 type probeSender struct {
 	act.Actor
 	from  string
@@ -399,7 +403,9 @@ func (p *probeSender) Init(args ...any) error {
 func (p *probeSender) HandleMessage(from gen.PID, message any) error {
 	if _, ok := message.(probeTick); ok {
 		for _, peer := range p.peers {
-			p.Send(peer, Probe{From: p.from, Lane: p.lane})
+			if _, err := p.Node().Network().Node(peer.Node); err == nil {
+				p.Send(peer, Probe{From: p.from, Lane: p.lane})
+			}
 		}
 		_, err := p.SendAfter(p.PID(), probeTick{}, p.every)
 		return err

@@ -25,7 +25,8 @@ type Config struct {
 	// Pingers is the number of probe senders per node (0: no probes). Each
 	// sends a Probe to every peer every 20 ms (Params "probe_every_ms");
 	// Status.Received counts what arrived. A sender uses one link of a
-	// pooled connection, so use a few more senders than links.
+	// pooled connection, so use a few more senders than links. Senders never
+	// dial: they send only over a connection the node already has.
 	Pingers int
 	// Poll is how often a child checks its state for changes to push.
 	// Default 20 ms.
