@@ -553,6 +553,9 @@ func (a *Actor) perform(out effects) {
 	for _, pid := range out.monitor {
 		a.watch(pid)
 	}
+	for _, node := range out.sampleInbound {
+		a.sampleInbound(node)
+	}
 	for _, node := range out.reset {
 		a.resetConnection(node)
 	}

@@ -202,53 +202,109 @@ func (a *Actor) dial(node gen.Atom) bool {
 }
 
 // resetConnection has the dialer drop and re-dial the connection to a node
-// that answers nothing over it (silence.go).
+// that answers nothing over it (silence.go), unless the connection has
+// brought messages from that node since the member's silence was sampled.
 func (a *Actor) resetConnection(node gen.Atom) {
-	if a.connected(node) == false {
+	remote, err := a.Node().Network().Node(node)
+	if err != nil {
 		return // nothing to reset; sends by name make the dialer connect
 	}
-	if connectionResets.claim(a.Node(), node, a.clock(), a.state.silenceBound()) == false {
+	bound := a.state.silenceBound()
+	switch connectionResets.claim(a.Node(), node, remote.Info().MessagesIn, a.clock(), bound, a.state.cfg.electionTimeoutMin) {
+	case resetRecent:
 		return // another election on this node reset it just now
+	case resetCarrying:
+		a.state.connectionKept(node)
+		return
 	}
-	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected; "+
+	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected, and the connection has brought nothing from that node meanwhile; "+
 		"resetting the connection (a link that drops packets, or a simultaneous connect that left both sides waiting)",
-		a.state.cfg.clusterID, node, a.state.silenceBound())
-	a.askDialer(dialRequest{Node: node, Reset: true, Pause: a.state.silenceBound() + a.state.cfg.electionTimeoutMax})
+		a.state.cfg.clusterID, node, bound)
+	a.askDialer(dialRequest{Node: node, Reset: true, Pause: bound + a.state.cfg.electionTimeoutMax})
 }
 
-// connectionResets spaces out the resets of one connection by all the
-// elections of an OS process: they share the connection, and when it goes
-// silent each of them notices. One reset per silenceBound is enough for
-// all; more would drop everybody's monitors again and again.
-var connectionResets resetBoard
-
-// resetBoard records when each connection was last reset, by node (the
-// gen.Node itself, not its name: one OS process may run several nodes of
-// the same name one after the other, or, in tests, side by side).
-type resetBoard struct {
-	mu   sync.Mutex
-	last map[resetKey]time.Time
+// sampleInbound notes how many messages the connection to node has brought
+// so far, for resetConnection to compare.
+func (a *Actor) sampleInbound(node gen.Atom) {
+	if remote, err := a.Node().Network().Node(node); err == nil {
+		connectionResets.sample(a.Node(), node, remote.Info().MessagesIn, a.clock())
+	}
 }
 
-type resetKey struct {
+// connectionResets is shared by all the elections of an OS process: they
+// share the connections, and when one goes silent each of them notices. One
+// reset per silenceBound is enough for all; more would drop everybody's
+// monitors again and again.
+var connectionResets connectionBoard
+
+// connectionBoard records, by connection, when it was last reset and how
+// many messages it had brought when last sampled. Connections are keyed
+// by the gen.Node itself, not its name: one OS process may run several
+// nodes of the same name one after the other, or, in tests, side by side.
+type connectionBoard struct {
+	mu      sync.Mutex
+	reset   map[connectionKey]time.Time
+	inbound map[connectionKey]inboundSample
+}
+
+type connectionKey struct {
 	node gen.Node
 	peer gen.Atom
 }
 
-// claim reports whether the connection from node to peer may be reset at
-// now (none was within bound), and records the reset if so.
-func (b *resetBoard) claim(node gen.Node, peer gen.Atom, now time.Time, bound time.Duration) bool {
+// inboundSample is a connection's MessagesIn, and since when it has had
+// that value.
+type inboundSample struct {
+	count uint64
+	since time.Time
+}
+
+// resetVerdict is connectionBoard.claim's answer.
+type resetVerdict int
+
+const (
+	resetNow      resetVerdict = iota // reset it
+	resetRecent                       // another election reset it within the bound
+	resetCarrying                     // it has brought messages since the sample: keep it
+)
+
+// sample records count as the connection's inbound count, keeping the time
+// of an earlier sample that had the same count.
+func (b *connectionBoard) sample(node gen.Node, peer gen.Atom, count uint64, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	key := resetKey{node: node, peer: peer}
-	if at, ok := b.last[key]; ok && now.Sub(at) < bound && now.Sub(at) >= 0 {
-		return false
+	key := connectionKey{node: node, peer: peer}
+	if old, ok := b.inbound[key]; ok && old.count == count {
+		return
 	}
-	if b.last == nil {
-		b.last = make(map[resetKey]time.Time)
+	if b.inbound == nil {
+		b.inbound = make(map[connectionKey]inboundSample)
 	}
-	b.last[key] = now
-	return true
+	b.inbound[key] = inboundSample{count: count, since: now}
+}
+
+// claim decides whether the connection from node to peer, which has brought
+// count messages so far, may be reset at now, and records the reset if so.
+// It is kept when its count moved since a sample, and when its count has
+// been still for less than minQuiet (the sample came too late to tell);
+// without any sample it is reset, as silence is all there is to go by.
+func (b *connectionBoard) claim(node gen.Node, peer gen.Atom, count uint64, now time.Time, bound, minQuiet time.Duration) resetVerdict {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	key := connectionKey{node: node, peer: peer}
+	if at, ok := b.reset[key]; ok && now.Sub(at) < bound && now.Sub(at) >= 0 {
+		return resetRecent
+	}
+	if sampled, ok := b.inbound[key]; ok && (sampled.count != count || now.Sub(sampled.since) < minQuiet) {
+		b.inbound[key] = inboundSample{count: count, since: now}
+		return resetCarrying
+	}
+	if b.reset == nil {
+		b.reset = make(map[connectionKey]time.Time)
+	}
+	b.reset[key] = now
+	delete(b.inbound, key) // the next connection counts from zero
+	return resetNow
 }
 
 // askDialer sends request to the dialer, starting it on first use.

@@ -116,6 +116,9 @@ type effects struct {
 	timers  []timerRequest
 	monitor []gen.PID
 	reset   []gen.Atom // nodes whose connection carries nothing (silence.go)
+	// nodes of members silent for half the silence bound: the actor notes
+	// how much the connection has carried so far (silence.go)
+	sampleInbound []gen.Atom
 	// nodes of members whose monitor is still unconfirmed: the actor checks
 	// that the framework is still connected to them (watchOverdue)
 	checkConnected []gen.Atom
@@ -124,7 +127,7 @@ type effects struct {
 }
 
 func (o *effects) empty() bool {
-	return len(o.sends)+len(o.timers)+len(o.monitor)+len(o.reset)+len(o.joined)+len(o.left) == 0
+	return len(o.sends)+len(o.timers)+len(o.monitor)+len(o.reset)+len(o.sampleInbound)+len(o.joined)+len(o.left) == 0
 }
 
 // outbound is one message to send; node names the member it is for, so the

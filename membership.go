@@ -33,6 +33,7 @@ type member struct {
 	predecessor      bool      // its current process replaced one this node knew (a restart)
 	awaitingSince    time.Time // first request sent since it last answered anything (silence.go)
 	lastReset        time.Time // when its connection was last reset for silence
+	inboundSampledAt time.Time // when the actor last noted its connection's inbound count (silence.go)
 	watchAskedAt     time.Time // when its current PID was handed to the watcher; zero once monitored
 }
 

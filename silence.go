@@ -21,6 +21,16 @@ import (
 // actor). A reset at most once per silenceBound per member keeps a peer that
 // is really gone from being dialed in a loop.
 //
+// Only a connection that carries nothing is reset. Halfway through a
+// member's silence the actor notes how many messages the connection has
+// brought from that node (RemoteNodeInfo.MessagesIn, counted by the
+// framework for every election and every process), and at the end it
+// resets only if that count has not moved. A node so loaded that one
+// election's answers come late still sends the others' (and the liveness
+// hub's): resetting its connection would cut all of them, which makes the
+// load worse, and the nodes would never settle (10,000 elections starting
+// at once on 3 nodes did exactly that).
+//
 // A reset this node makes is not a failure it observed: the down it causes
 // releases no promise and starts no fast failover (election.down), because
 // the other end may never see it (packets dropped) and its leader's lease
@@ -47,11 +57,31 @@ func (e *election) findSilentConnections() {
 	e.watchOverdue()
 	bound := e.silenceBound()
 	for _, m := range e.sortedMembers() {
-		if m.awaitingSince.IsZero() || e.now.Sub(m.awaitingSince) < bound || e.now.Sub(m.lastReset) < bound {
+		if m.awaitingSince.IsZero() || e.now.Sub(m.lastReset) < bound {
+			continue
+		}
+		silent := e.now.Sub(m.awaitingSince)
+		if silent >= bound/2 && m.inboundSampledAt.Before(m.awaitingSince) {
+			m.inboundSampledAt = e.now
+			e.out.sampleInbound = append(e.out.sampleInbound, m.node)
+		}
+		if silent < bound {
 			continue
 		}
 		m.lastReset = e.now
 		e.out.reset = append(e.out.reset, m.node)
+	}
+}
+
+// connectionKept notes that the actor did not reset node's connection: it
+// carried messages from that node while the member was silent, so what is
+// silent is the member's actor (stalled, or overloaded), not the link, and
+// a reset would only cut every election on the connection. The member's
+// silence is measured anew.
+func (e *election) connectionKept(node gen.Atom) {
+	if m, ok := e.members[node]; ok {
+		m.lastReset = time.Time{}
+		m.awaitingSince = e.now
 	}
 }
 

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"testing"
+	"time"
 
 	"ergo.services/ergo/gen"
 	"github.com/stretchr/testify/assert"
@@ -49,4 +50,48 @@ func TestConnectionLossProbesTheMemberAgain(t *testing.T) {
 	require.True(t, h.e.down(h.now, pid("b"), gen.ErrNoConnection))
 	out := h.e.takeEffects()
 	assert.Len(t, sentTo[msgHello](out, "b"), 1, "a Hello to b right away")
+}
+
+// Halfway through a member's silence the actor is asked to sample its
+// connection's inbound count, once per silence, before the reset; a kept
+// connection (it carried other traffic) starts the measurement anew.
+func TestSilenceSamplesTheConnectionBeforeTheReset(t *testing.T) {
+	h := leaderOfThree(t)
+	bound := h.e.silenceBound()
+	var samples, resets []time.Duration
+	start := h.now
+	for h.now.Sub(start) < bound*3/2 {
+		h.advance(h.e.cfg.heartbeatInterval)
+		h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: h.e.round})
+		out := h.fire(timerHeartbeat)
+		for range out.sampleInbound {
+			samples = append(samples, h.now.Sub(start))
+		}
+		for range out.reset {
+			resets = append(resets, h.now.Sub(start))
+			h.e.connectionKept(node("b"))
+		}
+	}
+	require.Len(t, resets, 1, "one reset asked within 1.5 bounds")
+	require.Len(t, samples, 2, "a sample before the reset, and one in the silence measured anew")
+	assert.GreaterOrEqual(t, samples[0], bound/2)
+	assert.Less(t, samples[0], resets[0])
+	assert.GreaterOrEqual(t, samples[1]-resets[0], bound/2, "the kept connection's silence counts from the decision")
+}
+
+// The board resets a connection only if it brought nothing since its
+// sample, and the sample is old enough to tell; one reset per bound for
+// all the elections of the process.
+func TestConnectionBoardResetsOnlyAConnectionThatCarriesNothing(t *testing.T) {
+	var b connectionBoard
+	bound, quiet := 600*time.Millisecond, 150*time.Millisecond
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	b.sample(nil, "x", 10, at(0))
+	assert.Equal(t, resetCarrying, b.claim(nil, "x", 12, at(300), bound, quiet), "two messages came meanwhile")
+	b.sample(nil, "x", 12, at(400))
+	assert.Equal(t, resetCarrying, b.claim(nil, "x", 12, at(420), bound, quiet), "still for 120 ms only (since the last claim): too short to tell")
+	b.sample(nil, "x", 12, at(600))
+	assert.Equal(t, resetNow, b.claim(nil, "x", 12, at(700), bound, quiet), "nothing since 420 ms")
+	assert.Equal(t, resetRecent, b.claim(nil, "x", 12, at(800), bound, quiet), "another election just reset it")
+	assert.Equal(t, resetNow, b.claim(nil, "y", 3, at(800), bound, quiet), "no sample: silence is all there is")
 }
