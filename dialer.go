@@ -2,6 +2,7 @@ package leader
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -210,16 +211,21 @@ func (a *Actor) resetConnection(node gen.Atom) {
 		return // nothing to reset; sends by name make the dialer connect
 	}
 	bound := a.state.silenceBound()
-	switch connectionResets.claim(a.Node(), node, remote.Info().MessagesIn, a.clock(), bound, a.state.cfg.electionTimeoutMin) {
+	verdict, quiet := connectionResets.claim(a.Node(), node, remote.Info().MessagesIn, a.clock(), bound, a.state.cfg.electionTimeoutMin)
+	switch verdict {
 	case resetRecent:
 		return // another election on this node reset it just now
 	case resetCarrying:
 		a.state.connectionKept(node)
 		return
 	}
-	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected, and the connection has brought nothing from that node meanwhile; "+
+	carried := "no count of what the connection brought was taken"
+	if quiet > 0 {
+		carried = fmt.Sprintf("the connection has brought nothing from that node for %s", quiet.Round(time.Millisecond))
+	}
+	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected, and %s; "+
 		"resetting the connection (a link that drops packets, or a simultaneous connect that left both sides waiting)",
-		a.state.cfg.clusterID, node, bound)
+		a.state.cfg.clusterID, node, bound, carried)
 	a.askDialer(dialRequest{Node: node, Reset: true, Pause: bound + a.state.cfg.electionTimeoutMax})
 }
 
@@ -288,23 +294,29 @@ func (b *connectionBoard) sample(node gen.Node, peer gen.Atom, count uint64, now
 // It is kept when its count moved since a sample, and when its count has
 // been still for less than minQuiet (the sample came too late to tell);
 // without any sample it is reset, as silence is all there is to go by.
-func (b *connectionBoard) claim(node gen.Node, peer gen.Atom, count uint64, now time.Time, bound, minQuiet time.Duration) resetVerdict {
+// With resetNow it also reports how long the count had been still (zero:
+// no sample).
+func (b *connectionBoard) claim(node gen.Node, peer gen.Atom, count uint64, now time.Time, bound, minQuiet time.Duration) (verdict resetVerdict, quiet time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	key := connectionKey{node: node, peer: peer}
 	if at, ok := b.reset[key]; ok && now.Sub(at) < bound && now.Sub(at) >= 0 {
-		return resetRecent
+		return resetRecent, 0
 	}
-	if sampled, ok := b.inbound[key]; ok && (sampled.count != count || now.Sub(sampled.since) < minQuiet) {
+	sampled, ok := b.inbound[key]
+	if ok && (sampled.count != count || now.Sub(sampled.since) < minQuiet) {
 		b.inbound[key] = inboundSample{count: count, since: now}
-		return resetCarrying
+		return resetCarrying, 0
+	}
+	if ok {
+		quiet = now.Sub(sampled.since)
 	}
 	if b.reset == nil {
 		b.reset = make(map[connectionKey]time.Time)
 	}
 	b.reset[key] = now
 	delete(b.inbound, key) // the next connection counts from zero
-	return resetNow
+	return resetNow, quiet
 }
 
 // askDialer sends request to the dialer, starting it on first use.

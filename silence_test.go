@@ -86,12 +86,22 @@ func TestConnectionBoardResetsOnlyAConnectionThatCarriesNothing(t *testing.T) {
 	var b connectionBoard
 	bound, quiet := 600*time.Millisecond, 150*time.Millisecond
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	claim := func(peer gen.Atom, count uint64, ms int) (resetVerdict, time.Duration) {
+		return b.claim(nil, peer, count, at(ms), bound, quiet)
+	}
 	b.sample(nil, "x", 10, at(0))
-	assert.Equal(t, resetCarrying, b.claim(nil, "x", 12, at(300), bound, quiet), "two messages came meanwhile")
+	v, _ := claim("x", 12, 300)
+	assert.Equal(t, resetCarrying, v, "two messages came meanwhile")
 	b.sample(nil, "x", 12, at(400))
-	assert.Equal(t, resetCarrying, b.claim(nil, "x", 12, at(420), bound, quiet), "still for 120 ms only (since the last claim): too short to tell")
+	v, _ = claim("x", 12, 420)
+	assert.Equal(t, resetCarrying, v, "still for 120 ms only (since the last claim): too short to tell")
 	b.sample(nil, "x", 12, at(600))
-	assert.Equal(t, resetNow, b.claim(nil, "x", 12, at(700), bound, quiet), "nothing since 420 ms")
-	assert.Equal(t, resetRecent, b.claim(nil, "x", 12, at(800), bound, quiet), "another election just reset it")
-	assert.Equal(t, resetNow, b.claim(nil, "y", 3, at(800), bound, quiet), "no sample: silence is all there is")
+	v, still := claim("x", 12, 700)
+	assert.Equal(t, resetNow, v, "nothing since 420 ms")
+	assert.Equal(t, 280*time.Millisecond, still)
+	v, _ = claim("x", 12, 800)
+	assert.Equal(t, resetRecent, v, "another election just reset it")
+	v, still = claim("y", 3, 800)
+	assert.Equal(t, resetNow, v, "no sample: silence is all there is")
+	assert.Zero(t, still)
 }

@@ -249,6 +249,15 @@ func (c *conn) serveLink(l *link, nc net.Conn, tail []byte) {
 // readLink hands every frame of one socket to the Handler, in order, once
 // the connection was reported. A frame that does not decode is logged and
 // dropped (the framework's handleRecvQueue); broken framing ends the link.
+//
+// Like the framework, the socket reader only counts and queues what it
+// reads: another goroutine decodes and handles it (the framework's
+// recvQueues). Handling a frame can mean writing one (the answer to a
+// monitor or link request), and a reader that wrote would stop reading
+// while the writes queue up behind the node's own traffic: under load the
+// connection would bring nothing for hundreds of milliseconds although the
+// peer keeps sending. The link ends only after every queued frame was
+// handled, so frames still come before the connection's end.
 func (c *conn) readLink(nc net.Conn, tail []byte) (err error) {
 	defer catch(&err)
 	var r io.Reader = nc
@@ -261,7 +270,16 @@ func (c *conn) readLink(nc net.Conn, tail []byte) (err error) {
 	case <-c.term:
 		return nil
 	}
-	h := c.s.opts.Handler
+	q := newFrameQueue()
+	handled := make(chan struct{})
+	go func() {
+		defer close(handled)
+		q.drain(c.handleFrame)
+	}()
+	defer func() {
+		q.close()
+		<-handled
+	}()
 	for {
 		payload, err := readFrame(br, c.limit)
 		if err != nil {
@@ -272,15 +290,82 @@ func (c *conn) readLink(nc net.Conn, tail []byte) (err error) {
 		}
 		c.msgIn.Add(1)
 		c.bytesIn.Add(uint64(len(payload) + frameHeader))
-		f, err := decodeFrame(c.s.reg, c.errs, payload)
-		if errors.Is(err, errTrailing) {
-			c.s.log.warning("message from %s has extra bytes", c.peer)
-		} else if err != nil {
-			c.s.log.error("unable to decode received message from %s: %v", c.peer, err)
-			continue
+		q.push(payload)
+	}
+}
+
+// handleFrame decodes one frame read from the link and hands it to the
+// Handler.
+func (c *conn) handleFrame(payload []byte) {
+	var err error
+	defer func() {
+		if err != nil {
+			c.s.log.error("unable to handle a message from %s: %v", c.peer, err)
 		}
-		if h != nil {
-			h.HandleFrame(c.peer, c.info.creation, f)
+	}()
+	defer catch(&err)
+	f, decodeErr := decodeFrame(c.s.reg, c.errs, payload)
+	if errors.Is(decodeErr, errTrailing) {
+		c.s.log.warning("message from %s has extra bytes", c.peer)
+	} else if decodeErr != nil {
+		c.s.log.error("unable to decode received message from %s: %v", c.peer, decodeErr)
+		return
+	}
+	if h := c.s.opts.Handler; h != nil {
+		h.HandleFrame(c.peer, c.info.creation, f)
+	}
+}
+
+// frameQueue is the unbounded queue between a link's reader and its
+// handler (the framework's recvQueues are unbounded too).
+type frameQueue struct {
+	mu     sync.Mutex
+	items  [][]byte
+	closed bool
+	wake   chan struct{}
+}
+
+func newFrameQueue() *frameQueue { return &frameQueue{wake: make(chan struct{}, 1)} }
+
+func (q *frameQueue) push(payload []byte) {
+	q.mu.Lock()
+	q.items = append(q.items, payload)
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *frameQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *frameQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drain hands every queued payload to handle, in order, until the queue is
+// closed and empty.
+func (q *frameQueue) drain(handle func([]byte)) {
+	var batch [][]byte
+	for {
+		q.mu.Lock()
+		batch, q.items = q.items, batch[:0]
+		closed := q.closed
+		q.mu.Unlock()
+		for i, payload := range batch {
+			handle(payload)
+			batch[i] = nil
+		}
+		if len(batch) == 0 {
+			if closed {
+				return
+			}
+			<-q.wake
 		}
 	}
 }
