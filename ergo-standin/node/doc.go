@@ -93,6 +93,14 @@
 //     the subscribers without a lock and may do both). NodeOptions.Events
 //     (v3.2) is ignored; Node.EventInfo and the other v3.2 event listings
 //     are not implemented.
+//   - Each link of a connection has one reader, which counts what it reads
+//     (RemoteNodeInfo.MessagesIn, as the framework's socket reader does)
+//     and queues it, and one handler goroutine, so frames of one link are
+//     handled in the order read; the framework spreads them over four
+//     recvQueues by the sender's order key, which keeps the order per
+//     sender as well. Frames are written one system call each, with no
+//     flusher batching them: per message the stand-in costs more CPU, so
+//     its load figures are pessimistic.
 //   - Meta processes, remote spawn, tracing export and the system
 //     application are not implemented (gen.ErrUnsupported or no-ops).
 package node // import "ergo.services/ergo/node"
