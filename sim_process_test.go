@@ -292,6 +292,12 @@ type simRemoteNode struct {
 	sim        *simulator
 }
 
+// Info reports what the connection brought from the peer so far.
+func (r simRemoteNode) Info() gen.RemoteNodeInfo {
+	epoch := r.sim.conns[pairKey(r.self, r.peer)]
+	return gen.RemoteNodeInfo{Node: r.peer, MessagesIn: r.sim.arrived[simArrivalKey{from: r.peer, to: r.self, epoch: epoch}]}
+}
+
 func (r simRemoteNode) Disconnect() {
 	r.sim.note("connection %s <-> %s reset by %s", r.self, r.peer, r.self)
 	r.sim.disconnect(r.self, r.peer)

@@ -86,6 +86,9 @@ type simulator struct {
 	conns    map[[2]gen.Atom]uint64   // undirected, sorted pair -> connection epoch (0 = none)
 	epochs   uint64
 	lastSend map[[2]gen.Atom]time.Time // FIFO delivery per directed link
+	// messages that arrived over each directed link, per connection epoch:
+	// RemoteNodeInfo.MessagesIn of the receiving end
+	arrived map[simArrivalKey]uint64
 
 	nodes     map[gen.Atom]*simNode
 	monitors  map[gen.PID]map[gen.PID]bool  // target -> watchers
@@ -125,6 +128,7 @@ func newSimulator(seed uint64, network simNetwork) *simulator {
 		links:    make(map[[2]gen.Atom]linkMode),
 		conns:    make(map[[2]gen.Atom]uint64),
 		lastSend: make(map[[2]gen.Atom]time.Time),
+		arrived:  make(map[simArrivalKey]uint64),
 		nodes:    make(map[gen.Atom]*simNode),
 		monitors: make(map[gen.PID]map[gen.PID]bool),
 		nodeMons: make(map[gen.PID]map[gen.Atom]bool),
@@ -388,6 +392,7 @@ func (s *simulator) send(from gen.PID, to any, message any) error {
 			if s.conns[pairKey(from.Node, dst)] != epoch {
 				return // the connection it travelled on is gone
 			}
+			s.arrived[simArrivalKey{from: from.Node, to: dst, epoch: epoch}]++
 			if p := s.process(to); p != nil {
 				s.note("deliver %s", desc)
 				p.push(p.mailbox.Main, gen.MailboxMessageTypeRegular, from, message)
@@ -531,4 +536,10 @@ func describe(message any) string {
 		return fmt.Sprintf("BeatAcks{%d}", len(m.Acks))
 	}
 	return fmt.Sprintf("%T", message)
+}
+
+// simArrivalKey names one direction of one connection.
+type simArrivalKey struct {
+	from, to gen.Atom
+	epoch    uint64
 }
