@@ -2,7 +2,6 @@ package leader
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -219,13 +218,9 @@ func (a *Actor) resetConnection(node gen.Atom) {
 		a.state.connectionKept(node)
 		return
 	}
-	carried := "no count of what the connection brought was taken"
-	if quiet > 0 {
-		carried = fmt.Sprintf("the connection has brought nothing from that node for %s", quiet.Round(time.Millisecond))
-	}
-	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected, and %s; "+
+	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected, and the connection has brought nothing from that node for %s; "+
 		"resetting the connection (a link that drops packets, or a simultaneous connect that left both sides waiting)",
-		a.state.cfg.clusterID, node, bound, carried)
+		a.state.cfg.clusterID, node, bound, quiet.Round(time.Millisecond))
 	a.askDialer(dialRequest{Node: node, Reset: true, Pause: bound + a.state.cfg.electionTimeoutMax})
 }
 
@@ -291,11 +286,10 @@ func (b *connectionBoard) sample(node gen.Node, peer gen.Atom, count uint64, now
 
 // claim decides whether the connection from node to peer, which has brought
 // count messages so far, may be reset at now, and records the reset if so.
-// It is kept when its count moved since a sample, and when its count has
-// been still for less than minQuiet (the sample came too late to tell);
-// without any sample it is reset, as silence is all there is to go by.
-// With resetNow it also reports how long the count had been still (zero:
-// no sample).
+// It is kept when its count moved since a sample, when its count has been
+// still for less than minQuiet (the sample came too late to tell), and when
+// there is no sample: a reset needs evidence that nothing came. With
+// resetNow it also reports how long the count had been still.
 func (b *connectionBoard) claim(node gen.Node, peer gen.Atom, count uint64, now time.Time, bound, minQuiet time.Duration) (verdict resetVerdict, quiet time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -303,20 +297,24 @@ func (b *connectionBoard) claim(node gen.Node, peer gen.Atom, count uint64, now 
 	if at, ok := b.reset[key]; ok && now.Sub(at) < bound && now.Sub(at) >= 0 {
 		return resetRecent, 0
 	}
+	if b.inbound == nil {
+		b.inbound = make(map[connectionKey]inboundSample)
+	}
 	sampled, ok := b.inbound[key]
-	if ok && (sampled.count != count || now.Sub(sampled.since) < minQuiet) {
+	if ok == false || sampled.count != count || now.Sub(sampled.since) < minQuiet {
+		// moved, too soon to tell, or never sampled (another election's
+		// reset, say, came between this one's sample and now): look again
 		b.inbound[key] = inboundSample{count: count, since: now}
 		return resetCarrying, 0
-	}
-	if ok {
-		quiet = now.Sub(sampled.since)
 	}
 	if b.reset == nil {
 		b.reset = make(map[connectionKey]time.Time)
 	}
 	b.reset[key] = now
-	delete(b.inbound, key) // the next connection counts from zero
-	return resetNow, quiet
+	// the next connection counts from zero: one that brings nothing
+	// either is reset in its turn
+	b.inbound[key] = inboundSample{count: 0, since: now}
+	return resetNow, now.Sub(sampled.since)
 }
 
 // askDialer sends request to the dialer, starting it on first use.

@@ -69,6 +69,7 @@ func (e *election) findSilentConnections() {
 			continue
 		}
 		m.lastReset = e.now
+		m.inboundSampledAt = time.Time{} // the silence goes on: sample the next connection too
 		e.out.reset = append(e.out.reset, m.node)
 	}
 }
