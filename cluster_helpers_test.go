@@ -1012,6 +1012,25 @@ func (c *realCluster) waitAcquainted(idxs []int, name gen.Atom, timeout time.Dur
 	})
 }
 
+// waitQuietPeriodsOver waits until no actor of idxs is in the quiet period
+// of a fresh start (ergo:quiet_until), so that every one of them may vote.
+func (c *realCluster) waitQuietPeriodsOver(idxs []int, name gen.Atom, timeout time.Duration) {
+	c.t.Helper()
+	waitFor(c.t, timeout, fmt.Sprintf("the quiet periods of %v to end", idxs), func() (bool, string) {
+		states := c.states(idxs, name, "ergo:quiet_until")
+		for _, s := range states {
+			if s.err != nil {
+				return false, clDescribe(states)
+			}
+			until, err := time.Parse(time.RFC3339Nano, s.raw["ergo:quiet_until"])
+			if err != nil || time.Now().Before(until) {
+				return false, fmt.Sprintf("%s quiet until %q", c.name(s.idx), s.raw["ergo:quiet_until"])
+			}
+		}
+		return true, ""
+	})
+}
+
 // waitFor polls cond until it holds, failing the test at the deadline with
 // the last description cond gave.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
