@@ -40,6 +40,34 @@ type eventOwner struct {
 type eventTable struct {
 	mu sync.Mutex
 	m  map[gen.Atom]*eventOwner
+	// byProducer indexes m by producer: a terminating process ends its own
+	// events without a scan of every event on the node (the framework
+	// keeps a process's events on the process).
+	byProducer map[gen.PID]map[gen.Atom]struct{}
+}
+
+// add records ev under name; the caller holds mu.
+func (t *eventTable) add(name gen.Atom, ev *eventOwner) {
+	t.m[name] = ev
+	if t.byProducer == nil {
+		t.byProducer = make(map[gen.PID]map[gen.Atom]struct{})
+	}
+	names := t.byProducer[ev.producer]
+	if names == nil {
+		names = make(map[gen.Atom]struct{})
+		t.byProducer[ev.producer] = names
+	}
+	names[name] = struct{}{}
+}
+
+// remove forgets the event name of producer; the caller holds mu.
+func (t *eventTable) remove(name gen.Atom, producer gen.PID) {
+	delete(t.m, name)
+	names := t.byProducer[producer]
+	delete(names, name)
+	if len(names) == 0 {
+		delete(t.byProducer, producer)
+	}
 }
 
 // registerEvent registers name produced by producer (a local process or
@@ -60,7 +88,7 @@ func (n *node) registerEvent(name gen.Atom, producer gen.PID, options gen.EventO
 	if _, taken := n.events.m[name]; taken {
 		return gen.Ref{}, gen.ErrTaken
 	}
-	n.events.m[name] = ev
+	n.events.add(name, ev)
 	return ev.token, nil
 }
 
@@ -80,7 +108,7 @@ func (n *node) unregisterEvent(name gen.Atom, producer gen.PID) error {
 		n.events.mu.Unlock()
 		return gen.ErrEventOwner
 	}
-	delete(n.events.m, name)
+	n.events.remove(name, producer)
 	n.events.mu.Unlock()
 	n.notifyTarget(producer, gen.Event{Name: name, Node: n.name}, gen.ErrUnregistered)
 	return nil
@@ -91,10 +119,8 @@ func (n *node) eventsOf(producer gen.PID) []gen.Atom {
 	n.events.mu.Lock()
 	defer n.events.mu.Unlock()
 	names := []gen.Atom{}
-	for name, ev := range n.events.m {
-		if ev.producer == producer {
-			names = append(names, name)
-		}
+	for name := range n.events.byProducer[producer] {
+		names = append(names, name)
 	}
 	return names
 }
@@ -104,11 +130,11 @@ func (n *node) eventsOf(producer gen.PID) []gen.Atom {
 func (n *node) terminateEvents(producer gen.PID, reason error) {
 	n.events.mu.Lock()
 	var names []gen.Atom
-	for name, ev := range n.events.m {
-		if ev.producer == producer {
-			names = append(names, name)
-			delete(n.events.m, name)
-		}
+	for name := range n.events.byProducer[producer] {
+		names = append(names, name)
+	}
+	for _, name := range names {
+		n.events.remove(name, producer)
 	}
 	n.events.mu.Unlock()
 	for _, name := range names {
