@@ -320,7 +320,7 @@ func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches map[g
 		}
 	}
 	for node := range s.followers {
-		batches[node] = append(batches[node], beatEntry{ClusterID: s.cluster, Term: s.leadTerm, Leader: s.actor, Round: s.round})
+		batches[node] = append(batches[node], beatEntry{ClusterID: s.cluster, Term: s.leadTerm, LeaderID: s.actor.ID, Round: s.round})
 		peer, known := h.peers[node]
 		carried := known && now.Sub(peer.heardAt) < ttl && now.Sub(s.unserved[node]) >= ttl
 		was, had := s.carried[node]
@@ -351,28 +351,28 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 		return
 	}
 	now := h.clock()
-	var acks []beatAck
+	acks := make([]beatAck, 0, len(message.Beats))
 	var unserved []string
 	for _, b := range message.Beats {
-		if b.Leader.Node != from.Node {
-			continue // a hub speaks only for its own node's leaders
-		}
-		if len(h.byCluster[b.ClusterID]) == 0 {
+		// a hub speaks only for its own node's leaders
+		leader := gen.PID{Node: from.Node, ID: b.LeaderID, Creation: from.Creation}
+		slots := h.byCluster[b.ClusterID]
+		if len(slots) == 0 {
 			unserved = append(unserved, b.ClusterID)
 			continue
 		}
-		for _, s := range h.byCluster[b.ClusterID] {
+		for _, s := range slots {
 			s.mu.Lock()
-			answered := s.follow == b.Leader && s.followTerm == b.Term
+			answered := s.follow == leader && s.followTerm == b.Term
 			if answered {
 				s.beatAt = now
 			}
 			s.mu.Unlock()
 			if answered {
-				acks = append(acks, beatAck{ClusterID: b.ClusterID, Term: b.Term, Round: b.Round, Follower: s.actor})
+				acks = append(acks, beatAck{ClusterID: b.ClusterID, Term: b.Term, Round: b.Round, FollowerID: s.actor.ID})
 				continue
 			}
-			h.process.Send(s.actor, hubBeat{ClusterID: b.ClusterID, Term: b.Term, Leader: b.Leader, Round: b.Round})
+			h.process.Send(s.actor, hubBeat{ClusterID: b.ClusterID, Term: b.Term, Leader: leader, Round: b.Round})
 		}
 	}
 	h.sendConnected(from.Node, from, msgBeatAcks{Acks: acks, Unserved: unserved})
@@ -411,18 +411,17 @@ func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 		}
 	}
 	for _, a := range message.Acks {
-		if a.Follower.Node != from.Node {
-			continue
-		}
+		// a hub speaks only for its own node's followers
+		follower := gen.PID{Node: from.Node, ID: a.FollowerID, Creation: from.Creation}
 		for _, s := range h.byCluster[a.ClusterID] {
 			s.mu.Lock()
-			if s.leadTerm == a.Term && s.followers[a.Follower.Node] == a.Follower && a.Round <= s.round && a.Round > s.acks[a.Follower.Node] {
+			if s.leadTerm == a.Term && s.followers[follower.Node] == follower && a.Round <= s.round && a.Round > s.acks[follower.Node] {
 				if s.acks == nil {
 					s.acks = make(map[gen.Atom]uint64)
 					s.ackAt = make(map[gen.Atom]time.Time)
 				}
-				s.acks[a.Follower.Node] = a.Round
-				s.ackAt[a.Follower.Node] = now
+				s.acks[follower.Node] = a.Round
+				s.ackAt[follower.Node] = now
 				s.acksVersion++
 			}
 			s.mu.Unlock()

@@ -27,29 +27,44 @@ func newTestHub(slots ...*slot) (*hub, *scriptedProcess) {
 }
 
 // The hub answers a round only for a follower that allowed it, for exactly
-// that leader and term; it hands the others to their actors, says which
-// elections it cannot serve at all, and ignores a hub that speaks for
-// another node's leaders.
+// that leader and term; it hands the others to their actors and says which
+// elections it cannot serve at all. A hub speaks only for its own node's
+// leaders: an entry names the leader by process ID, and its node and
+// creation are the sending hub's, so the hub of a restarted node cannot
+// speak for the leader of the node's previous life.
 func TestHubAnswersOnlyWhatItWasAllowedTo(t *testing.T) {
 	follower := &slot{cluster: "c", actor: pid("a"), follow: pid("b"), followTerm: 4}
 	h, p := newTestHub(follower)
 	peerHub := gen.PID{Node: node("b"), ID: 3, Creation: 1}
+	leaderID := pid("b").ID
 	h.beats(peerHub, msgBeats{Beats: []beatEntry{
-		{ClusterID: "c", Term: 4, Leader: pid("b"), Round: 7},              // allowed
-		{ClusterID: "c", Term: 5, Leader: pid("b"), Round: 1},              // another term: the actor decides
-		{ClusterID: "c", Term: 4, Leader: pid("x"), Round: 8},              // a leader on another node: ignored
-		{ClusterID: "nobody", Term: 1, Leader: pid("b"), Round: 1},         // no actor here
-		{ClusterID: "c", Term: math.MaxUint64, Leader: pid("b"), Round: 0}, // absurd: the actor decides
+		{ClusterID: "c", Term: 4, LeaderID: leaderID, Round: 7},              // allowed
+		{ClusterID: "c", Term: 5, LeaderID: leaderID, Round: 1},              // another term: the actor decides
+		{ClusterID: "c", Term: 4, LeaderID: leaderID + 1, Round: 8},          // another process: the actor decides
+		{ClusterID: "nobody", Term: 1, LeaderID: leaderID, Round: 1},         // no actor here
+		{ClusterID: "c", Term: math.MaxUint64, LeaderID: leaderID, Round: 0}, // absurd: the actor decides
 	}})
-	require.Len(t, p.sent, 3)
+	require.Len(t, p.sent, 4)
 	assert.Equal(t, hubBeat{ClusterID: "c", Term: 5, Leader: pid("b"), Round: 1}, p.sent[0])
-	assert.Equal(t, hubBeat{ClusterID: "c", Term: math.MaxUint64, Leader: pid("b"), Round: 0}, p.sent[1])
-	assert.Equal(t, msgBeatAcks{Acks: []beatAck{{ClusterID: "c", Term: 4, Round: 7, Follower: pid("a")}}, Unserved: []string{"nobody"}}, p.sent[2])
+	other := pid("b")
+	other.ID++
+	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: other, Round: 8}, p.sent[1])
+	assert.Equal(t, hubBeat{ClusterID: "c", Term: math.MaxUint64, Leader: pid("b"), Round: 0}, p.sent[2])
+	assert.Equal(t, msgBeatAcks{Acks: []beatAck{{ClusterID: "c", Term: 4, Round: 7, FollowerID: pid("a").ID}}, Unserved: []string{"nobody"}}, p.sent[3])
 	assert.Equal(t, t0, follower.beatAt)
+
+	p.sent = nil
+	restarted := peerHub
+	restarted.Creation++
+	h.beats(restarted, msgBeats{Beats: []beatEntry{{ClusterID: "c", Term: 4, LeaderID: leaderID, Round: 8}}})
+	stale := pid("b")
+	stale.Creation++
+	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: stale, Round: 8}, p.sent[0], "a restarted node's hub does not speak for the old leader")
+	assert.Equal(t, msgBeatAcks{Acks: []beatAck{}}, p.sent[1])
 
 	follower.follow = gen.PID{} // the actor is in a step
 	p.sent = nil
-	h.beats(peerHub, msgBeats{Beats: []beatEntry{{ClusterID: "c", Term: 4, Leader: pid("b"), Round: 8}}})
+	h.beats(peerHub, msgBeats{Beats: []beatEntry{{ClusterID: "c", Term: 4, LeaderID: leaderID, Round: 8}}})
 	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: pid("b"), Round: 8}, p.sent[0], "no permission: the actor answers itself")
 }
 
@@ -120,18 +135,24 @@ func TestHubComesBackForALeaderInTheMiddleOfAStep(t *testing.T) {
 
 // Acknowledgements count only for the leader's own term, from the follower
 // it sends to, for rounds it opened; a node's hub speaks only for its own
-// followers.
+// followers (an ack names the follower by process ID, on the answering
+// hub's node and creation).
 func TestHubRecordsOnlyValidAcks(t *testing.T) {
 	leader := &slot{cluster: "c", actor: pid("a"), lead: true, leadTerm: 2, round: 9,
 		followers: map[gen.Atom]gen.PID{node("b"): pid("b"), node("c"): pid("c")}}
 	h, _ := newTestHub(leader)
 	peerHub := gen.PID{Node: node("b"), ID: 3, Creation: 1}
+	id := pid("b").ID
+	restarted := peerHub
+	restarted.Creation++
+	h.acks(restarted, msgBeatAcks{Acks: []beatAck{{ClusterID: "c", Term: 2, Round: 9, FollowerID: id}}})
+	assert.Empty(t, leader.acks, "a restarted node's hub does not speak for the old follower")
 	h.acks(peerHub, msgBeatAcks{Acks: []beatAck{
-		{ClusterID: "c", Term: 2, Round: 9, Follower: pid("b")},  // counts
-		{ClusterID: "c", Term: 2, Round: 12, Follower: pid("b")}, // a round never opened
-		{ClusterID: "c", Term: 1, Round: 9, Follower: pid("b")},  // another term
-		{ClusterID: "c", Term: 2, Round: 9, Follower: pid("c")},  // c's hub must say it
-		{ClusterID: "zz", Term: 2, Round: 9, Follower: pid("b")}, // no such election here
+		{ClusterID: "c", Term: 2, Round: 8, FollowerID: id + 1}, // another process
+		{ClusterID: "c", Term: 2, Round: 9, FollowerID: id},     // counts
+		{ClusterID: "c", Term: 2, Round: 12, FollowerID: id},    // a round never opened
+		{ClusterID: "c", Term: 1, Round: 9, FollowerID: id},     // another term
+		{ClusterID: "zz", Term: 2, Round: 9, FollowerID: id},    // no such election here
 	}, Unserved: []string{"c"}})
 	assert.Equal(t, map[gen.Atom]uint64{node("b"): 9}, leader.acks)
 	assert.Equal(t, t0, leader.unserved[node("b")], "b's hub has no actor of c that lets it answer")

@@ -140,10 +140,13 @@ type msgBeats struct {
 }
 
 // beatEntry is one election's round in msgBeats: msgHeartbeat's content.
+// The leader is named by its process ID alone: a hub speaks only for its
+// own node's leaders, so the leader's node and creation are the sending
+// hub's (a PID would carry the node's name once per entry).
 type beatEntry struct {
 	ClusterID string
 	Term      uint64
-	Leader    gen.PID
+	LeaderID  uint64
 	Round     uint64
 }
 
@@ -158,12 +161,13 @@ type msgBeatAcks struct {
 }
 
 // beatAck is one follower's acknowledgement in msgBeatAcks: msgHeartbeatAck's
-// content, with the follower named because the hub sends it.
+// content, with the follower named because the hub sends it, by its process
+// ID alone (its node and creation are the answering hub's).
 type beatAck struct {
-	ClusterID string
-	Term      uint64
-	Round     uint64
-	Follower  gen.PID
+	ClusterID  string
+	Term       uint64
+	Round      uint64
+	FollowerID uint64
 }
 
 // header is what every protocol message shares.

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"ergo.services/ergo/gen"
 )
 
 // Benchmarks of the same measurements as the command, for `go test -bench`.
@@ -31,11 +33,15 @@ func BenchmarkCrashFailover(b *testing.B) {
 					b.Fatal(err)
 				}
 				old := before.leader.Node
+				survivors := others(h.names, old)
 				start := time.Now()
 				b.StartTimer()
+				// a crash: every link lost, then the node gone (crashLostOnce)
+				h.cl.Partition([]gen.Atom{old}, survivors)
 				h.cl.Kill(old)
-				after, err := h.waitAgreed(g, others(h.names, old), 20*time.Second, func(a agreement) bool { return a.leader.Node != old })
+				after, err := h.waitAgreed(g, survivors, 20*time.Second, func(a agreement) bool { return a.leader.Node != old })
 				b.StopTimer()
+				h.cl.Heal()
 				if err != nil {
 					b.Fatal(err)
 				}

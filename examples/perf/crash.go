@@ -34,10 +34,11 @@ func runCrash(p *plan) (section, []summaryRow, []crashResult) {
 	return crashSection(p, results, lw), crashRows(results), results
 }
 
-// measureCrash kills the leader node abruptly (StopForce: its connections
-// drop, nothing is handed over) runs times, restarting it after each run,
-// and measures until every survivor recognises one new leader, confirmed
-// through Inspect.
+// measureCrash crashes the leader's node runs times (crashLostOnce: every
+// link to it is cut, then it stops, so the survivors see lost connections
+// and nothing is handed over, as when a host dies), restarting it after
+// each run, and measures until every survivor recognises one new leader,
+// confirmed through Inspect.
 func measureCrash(p *plan, nodes, runs int) crashResult {
 	r := crashResult{nodes: nodes}
 	h, err := newHarness(harnessSpec{nodes: nodes})
@@ -48,7 +49,7 @@ func measureCrash(p *plan, nodes, runs int) crashResult {
 	defer func() { h.close() }()
 	r.lo, r.hi = h.timings()
 	for run := 0; run < runs && p.interrupted() == false; run++ {
-		c, err := crashOnce(h)
+		c, err := crashLostOnce(h)
 		if err != nil {
 			r.failures = append(r.failures, fmt.Sprintf("run %d: %v", run+1, err))
 			p.progress("crash %d nodes, run %d: %v", nodes, run+1, err)
@@ -71,32 +72,10 @@ func measureCrash(p *plan, nodes, runs int) crashResult {
 	return r
 }
 
-// crashOnce is one failover: settle, kill the leader, wait for the
-// survivors, restart the killed node.
-func crashOnce(h *harness) (crashRun, error) {
-	g := h.groups[0]
-	before, err := h.waitStable(g, 20*time.Second)
-	if err != nil {
-		return crashRun{}, err
-	}
-	old := before.leader.Node
-	start := time.Now()
-	h.cl.Kill(old)
-	survivors := others(h.names, old)
-	after, err := h.waitAgreed(g, survivors, 20*time.Second, func(a agreement) bool { return a.leader.Node != old })
-	if err != nil {
-		return crashRun{}, err
-	}
-	if _, err := h.cl.Start(old); err != nil {
-		return crashRun{}, err
-	}
-	return crashRun{took: after.at.Sub(start), elections: after.term - before.term}, nil
-}
-
 // crashSection renders the failover table.
 func crashSection(p *plan, results []crashResult, lw loadWatch) section {
 	var b strings.Builder
-	b.WriteString("The leader's node is stopped with `StopForce` (its connections drop, no handover), and the time is taken from that call until every survivor's callbacks name one new leader at one term, confirmed through `Inspect`. The node is restarted and the cluster settles (one leader, full views) before the next run. Options are the defaults (150/300/50 ms, GhostTTL 5000); fast failover is on, as it is by default.\n\n")
+	b.WriteString("The leader's node crashes: every link to it is cut at the proxies and then it is stopped, so the survivors see lost connections and nothing is handed over, as when its host dies. The time is taken from the cut until every survivor's callbacks name one new leader at one term, confirmed through `Inspect`. The node is restarted and the cluster settles (one leader, full views) before the next run. Options are the defaults (150/300/50 ms, GhostTTL 5000); fast failover is on, as it is by default.\n\n")
 	b.WriteString("| nodes | runs | p50 ms | p90 ms | p99 ms | max ms | mean ms | p50 / ElectionTimeoutMin | p99 / ElectionTimeoutMin | p50 / ElectionTimeoutMax | p99 / ElectionTimeoutMax | one election | failed runs |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {

@@ -55,7 +55,7 @@ func failoverSVG(results []crashResult, off []offCurve) []byte {
 	b.WriteString("<title>Crash failover: share of failovers complete by time t</title>\n")
 	b.WriteString(`<style>text{font-family:sans-serif;font-size:12px;fill:#222}.axis{stroke:#444;stroke-width:1}.grid{stroke:#ddd;stroke-width:1}</style>` + "\n")
 	fmt.Fprintf(&b, `<rect x="0" y="0" width="%.0f" height="%.0f" fill="#fff"/>`+"\n", left+width+right, top+height+bottom)
-	fmt.Fprintf(&b, `<text x="%.0f" y="22" font-weight="bold">Crash failover (leader node StopForce) until all survivors follow one new leader</text>`+"\n", left)
+	fmt.Fprintf(&b, `<text x="%.0f" y="22" font-weight="bold">Crash failover (every link of the leader's node cut, the node stopped) until all survivors follow one new leader</text>`+"\n", left)
 
 	// grid and axes: 1, 2, 5 per decade
 	for decade := xMin; decade < xMax; decade *= 10 {
@@ -73,7 +73,7 @@ func failoverSVG(results []crashResult, off []offCurve) []byte {
 	}
 	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", left, top+height, left+width, top+height)
 	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`+"\n", left, top, left, top+height)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">milliseconds after StopForce (logarithmic)</text>`+"\n", left+width/2, top+height+38)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">milliseconds after the crash (logarithmic)</text>`+"\n", left+width/2, top+height+38)
 	fmt.Fprintf(&b, `<text x="18" y="%.1f" text-anchor="middle" transform="rotate(-90 18 %.1f)">failovers complete (share of runs)</text>`+"\n",
 		top+height/2, top+height/2)
 
