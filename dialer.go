@@ -60,12 +60,19 @@ type dialResult struct {
 // dialer connects to nodes on the actor's behalf, one at a time.
 type dialer struct {
 	process gen.Process
+	clock   func() time.Time
 }
 
 func factoryDialer() gen.ProcessBehavior { return &dialer{} }
 
 func (d *dialer) ProcessInit(process gen.Process, args ...any) error {
 	d.process = process
+	d.clock = time.Now
+	for _, arg := range args {
+		if clock, ok := arg.(func() time.Time); ok {
+			d.clock = clock
+		}
+	}
 	return nil
 }
 
@@ -92,6 +99,18 @@ func (d *dialer) ProcessRun() error {
 				d.process.SendAfter(d.process.PID(), dialRequest{Node: request.Node}, pause)
 				return
 			}
+		}
+		if _, err := d.process.Node().Network().Node(request.Node); err == nil {
+			// connected already (the peer dialed): nothing to wait for
+			d.process.Send(d.process.Parent(), dialResult{Node: request.Node})
+			return
+		}
+		if wait := connectionResets.redialWait(d.process.Node(), request.Node, d.clock()); wait > 0 {
+			// another election on this node reset the connection and this
+			// node waits before it dials again (redialPause): whichever
+			// election asks, the node pair must see no dial from here
+			d.process.SendAfter(d.process.PID(), dialRequest{Node: request.Node}, wait)
+			return
 		}
 		_, err := d.process.Node().Network().GetNode(request.Node)
 		d.process.Send(d.process.Parent(), dialResult{Node: request.Node, Err: err})
@@ -221,7 +240,9 @@ func (a *Actor) resetConnection(node gen.Atom) {
 	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected, and the connection has brought nothing from that node for %s; "+
 		"resetting the connection (a link that drops packets, or a simultaneous connect that left both sides waiting)",
 		a.state.cfg.clusterID, node, bound, quiet.Round(time.Millisecond))
-	a.askDialer(dialRequest{Node: node, Reset: true, Pause: bound + a.state.cfg.electionTimeoutMax})
+	pause := redialPause(a.Node().Name(), node, bound+a.state.cfg.electionTimeoutMax)
+	connectionResets.holdRedial(a.Node(), node, a.clock().Add(pause))
+	a.askDialer(dialRequest{Node: node, Reset: true, Pause: pause})
 }
 
 // sampleInbound notes how many messages the connection to node has brought
@@ -246,6 +267,36 @@ type connectionBoard struct {
 	mu      sync.Mutex
 	reset   map[connectionKey]time.Time
 	inbound map[connectionKey]inboundSample
+	// no dial of the peer before this, after a reset (redialPause); every
+	// dialer of the node's elections reads it, not only the one whose
+	// election reset the connection
+	redialAt map[connectionKey]time.Time
+}
+
+// holdRedial records that node dials peer again no earlier than until.
+func (b *connectionBoard) holdRedial(node gen.Node, peer gen.Atom, until time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.redialAt == nil {
+		b.redialAt = make(map[connectionKey]time.Time)
+	}
+	b.redialAt[connectionKey{node: node, peer: peer}] = until
+}
+
+// redialWait is how long node must still wait before it dials peer.
+func (b *connectionBoard) redialWait(node gen.Node, peer gen.Atom, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	key := connectionKey{node: node, peer: peer}
+	until, ok := b.redialAt[key]
+	if ok == false {
+		return 0
+	}
+	if now.Before(until) == false {
+		delete(b.redialAt, key)
+		return 0
+	}
+	return until.Sub(now)
 }
 
 type connectionKey struct {
@@ -324,7 +375,7 @@ func (a *Actor) askDialer(request dialRequest) bool {
 		return true
 	}
 	if a.dialerPID == (gen.PID{}) {
-		pid, err := a.Spawn(factoryDialer, gen.ProcessOptions{LinkParent: true})
+		pid, err := a.Spawn(factoryDialer, gen.ProcessOptions{LinkParent: true}, a.clock)
 		if err != nil {
 			a.Log().Warning("leader: cannot start the dialer process (%s); unreachable peers will be dialed from the actor itself, which blocks it while they time out", err)
 			return false

@@ -110,3 +110,21 @@ func TestConnectionBoardResetsOnlyAConnectionThatCarriesNothing(t *testing.T) {
 	v, _ = claim("y", 5, 1700)
 	assert.Equal(t, resetCarrying, v, "the connection made after the reset brought something")
 }
+
+// After a reset, the node whose name sorts second dials the peer again only
+// after the pause, whichever of its elections asks: with many elections on
+// the node, the others' dialers would otherwise dial at once, the peer (still
+// holding its own silent connection on a framework with the
+// simultaneous-connect bug) would refuse, and the pair would never converge.
+func TestRedialPauseHoldsForEveryDialerOfTheNode(t *testing.T) {
+	var b connectionBoard
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	assert.Zero(t, b.redialWait(nil, "x", at(0)), "no reset, no wait")
+	b.holdRedial(nil, "x", at(900))
+	assert.Equal(t, 800*time.Millisecond, b.redialWait(nil, "x", at(100)))
+	assert.Zero(t, b.redialWait(nil, "y", at(100)), "another peer is not held")
+	assert.Zero(t, b.redialWait(nil, "x", at(900)), "the pause is over")
+	assert.Zero(t, b.redialWait(nil, "x", at(100)), "and forgotten")
+	b.holdRedial(nil, "x", at(1000)) // the smaller name holds for 0: until is now
+	assert.Zero(t, b.redialWait(nil, "x", at(1000)))
+}
