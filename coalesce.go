@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,19 +52,25 @@ import (
 // alone.
 
 // slot is what one actor and its node's hub share.
+//
+// The fields the hub reads for every round it receives (the lock, follow,
+// followTerm, beatAt) come first, next to each other: with a thousand
+// elections on a node, each of those visits is a cache miss per line.
 type slot struct {
 	mu sync.Mutex
+
+	// granted by the actor (shareState), withdrawn by settleShared
+	follow     gen.PID // acknowledge this leader's rounds for the actor; zero: do not; its node name interned (atoms.go)
+	followTerm uint64
+	beatAt     time.Time // recorded by the hub: when it last acknowledged follow's round for the actor
 
 	// written once at join
 	cluster  string
 	actor    gen.PID
 	interval time.Duration // the actor's HeartbeatInterval
 
-	// granted by the actor (shareState), withdrawn by settleShared
-	follow     gen.PID // acknowledge this leader's rounds for the actor; zero: do not
-	followTerm uint64
-	lead       bool // open rounds for the actor
-	leadTerm   uint64
+	lead     bool // granted by the actor: open rounds for the actor
+	leadTerm uint64
 	// leading is lead as the actor last shared it, which the start of a
 	// step does not withdraw; inStep is true from the start of a step to
 	// its end. Together they tell the hub that a leader is only busy
@@ -72,21 +80,71 @@ type slot struct {
 	round           uint64               // the newest round number of leadTerm, the actor's or the hub's
 
 	// recorded by the hub, read by the actor
-	beatAt  time.Time           // when the hub last acknowledged follow's round for the actor
-	rounds  []roundStamp        // rounds of leadTerm the hub opened
-	acks    map[gen.Atom]uint64 // newest round of leadTerm each follower node acknowledged through the hubs
-	ackAt   map[gen.Atom]time.Time
-	carried map[gen.Atom]bool // follower nodes whose hub the rounds reach
-	// bumped by the hub when acks or carried change, so that the actor
-	// copies them only then
+	rounds []roundStamp // rounds of leadTerm the hub opened
+	// links are the hub's record of each of followers, in node order: the
+	// acks, whether the rounds reach it. A slice, not maps by node name: the
+	// hub visits every leader's links at every tick and every ack, and a
+	// map keyed by a node name hashes that name at every visit.
+	links []followerLink
+	// bumped by the hub when an ack or a carried mark changes, so that the
+	// actor copies them only then
 	acksVersion, carriedVersion uint64
-	unserved                    map[gen.Atom]time.Time // when each node's hub last said no actor there joined it for this election
 
 	// the hub's own record of the rounds it opened (rounds is the actor's
 	// copy, taken at every step), for the leases of parked timers
 	stamps []roundStamp
 	// timers the actor parked with the hub (parking.go), by parkKinds
 	parked [len(parkKinds)]parkedTimer
+}
+
+// followerLink is the hub's record of one follower node of a leader.
+type followerLink struct {
+	node     gen.Atom
+	pid      gen.PID
+	ack      uint64    // newest round of leadTerm it acknowledged through the hubs; 0: none
+	ackAt    time.Time // when that ack came
+	carried  bool      // its node's hub gets the rounds
+	decided  bool      // carried was decided at a round
+	unserved time.Time // when its node's hub last said no actor there joined it for this election
+}
+
+// link returns the link to node, nil if node is not a follower; s.mu is
+// held.
+func (s *slot) link(node gen.Atom) *followerLink {
+	for i := range s.links {
+		if s.links[i].node == node {
+			return &s.links[i]
+		}
+	}
+	return nil
+}
+
+// relink makes the links follow the followers the actor granted, keeping
+// what the hub recorded of a node whose process is the same; s.mu is held.
+// A follower's acks count only for the process that gave them: a node's
+// new process starts with none.
+func (s *slot) relink() {
+	same := len(s.links) == len(s.followers)
+	for i := 0; same && i < len(s.links); i++ {
+		same = s.followers[s.links[i].node] == s.links[i].pid
+	}
+	if same {
+		return
+	}
+	old := s.links
+	s.links = make([]followerLink, 0, len(s.followers))
+	for node, pid := range s.followers {
+		l := followerLink{node: intern(node), pid: internPID(pid)}
+		for _, o := range old {
+			if o.node == node && o.pid == pid {
+				l = o
+			}
+		}
+		s.links = append(s.links, l)
+	}
+	slices.SortFunc(s.links, func(a, b followerLink) int { return strings.Compare(string(a.node), string(b.node)) })
+	s.acksVersion++
+	s.carriedVersion++
 }
 
 // sharedView is what the election state reads from its slot at the start
@@ -117,19 +175,20 @@ func (s *slot) settle(withdraw bool, acksSeen, carriedSeen uint64) sharedView {
 	v := sharedView{beatAt: s.beatAt, rounds: s.rounds, acksVersion: s.acksVersion, carriedVersion: s.carriedVersion}
 	s.rounds = nil
 	if s.acksVersion != acksSeen {
-		v.acks = make(map[gen.Atom]uint64, len(s.acks))
-		v.ackAt = make(map[gen.Atom]time.Time, len(s.ackAt))
-		for k, r := range s.acks {
-			v.acks[k] = r
-		}
-		for k, t := range s.ackAt {
-			v.ackAt[k] = t
+		v.acks = make(map[gen.Atom]uint64, len(s.links))
+		v.ackAt = make(map[gen.Atom]time.Time, len(s.links))
+		for _, l := range s.links {
+			if l.ack > 0 {
+				v.acks[l.node], v.ackAt[l.node] = l.ack, l.ackAt
+			}
 		}
 	}
 	if s.carriedVersion != carriedSeen {
-		v.carried = make(map[gen.Atom]bool, len(s.carried))
-		for k, c := range s.carried {
-			v.carried[k] = c
+		v.carried = make(map[gen.Atom]bool, len(s.links))
+		for _, l := range s.links {
+			if l.decided {
+				v.carried[l.node] = l.carried
+			}
 		}
 	}
 	return v
@@ -149,15 +208,19 @@ type grant struct {
 func (s *slot) share(g grant) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.follow, s.followTerm = g.follow, g.followTerm
+	s.follow, s.followTerm = internPID(g.follow), g.followTerm
 	if g.leadTerm != s.leadTerm {
 		// a new term: rounds and acks of the old one mean nothing now
-		s.rounds, s.acks, s.ackAt, s.stamps = nil, nil, nil, nil
+		s.rounds, s.stamps = nil, nil
+		for i := range s.links {
+			s.links[i].ack, s.links[i].ackAt = 0, time.Time{}
+		}
 		s.leadTerm, s.round = g.leadTerm, 0
 		s.acksVersion++
 	}
 	s.lead, s.leading, s.inStep = g.lead, g.lead, false
 	s.followers = g.followers
+	s.relink()
 	s.round = max(s.round, g.round)
 }
 

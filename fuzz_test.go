@@ -108,3 +108,37 @@ func FuzzElectionMessages(f *testing.F) {
 		e.inspect(now)
 	})
 }
+
+// FuzzHubWire feeds arbitrary bytes to a hub as another node's beats and
+// acknowledgements. Nothing may panic it, a follower's round is answered
+// only when its record parsed, and a message whose records do not all
+// parse is counted as malformed.
+func FuzzHubWire(f *testing.F) {
+	f.Add(packBeats(beatEntry{ClusterID: "c", Term: 4, LeaderID: pid("b").ID, Round: 7}).Beats)
+	f.Add(packAcks([]beatAck{{ClusterID: "c", Term: 2, Round: 1, FollowerID: pid("b").ID}}, nil).Acks)
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Add([]byte{0x80, 0x80, 0x80, 0x80, 0x04, 'c'})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		follower := &slot{cluster: "c", actor: pid("a"), follow: pid("b"), followTerm: 4}
+		leader := &slot{cluster: "c", actor: pid("a"), lead: true, leadTerm: 2, round: 3,
+			followers: map[gen.Atom]gen.PID{node("b"): pid("b")}}
+		h, _ := newTestHub(follower, leader)
+		peerHub := gen.PID{Node: node("b"), ID: 3, Creation: 1}
+		h.beats(peerHub, msgBeats{Beats: data})
+		h.acks(peerHub, msgBeatAcks{Acks: data})
+		_, beatsMalformed := unpackBeats(msgBeats{Beats: data})
+		_, acksMalformed := unpackAcks(msgBeatAcks{Acks: data})
+		want := uint64(0)
+		for _, bad := range []bool{beatsMalformed, acksMalformed} {
+			if bad {
+				want++
+			}
+		}
+		if h.malformed != want {
+			t.Fatalf("malformed counted %d times, want %d", h.malformed, want)
+		}
+		if ack := leader.link(node("b")).ack; ack > leader.round {
+			t.Fatalf("an ack for round %d, never opened (newest %d)", ack, leader.round)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package leader
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -84,6 +85,10 @@ type hub struct {
 	shortest      time.Duration
 	intervalKnown bool
 	reticks       int // since the last tick
+	// batchSize is the size of the last tick's msgBeats to each node: the
+	// next one's buffer starts that large
+	batchSize map[gen.Atom]int
+	malformed uint64 // messages from other hubs whose records did not all parse
 }
 
 func factoryHub() gen.ProcessBehavior { return &hub{} }
@@ -232,7 +237,10 @@ func (h *hub) retick() {
 func (h *hub) openRounds(actors []gen.PID, ticking bool) {
 	now := h.clock()
 	ttl := hubPeerTTL * h.interval()
-	batches := make(map[gen.Atom][]beatEntry)
+	if h.batchSize == nil {
+		h.batchSize = make(map[gen.Atom]int)
+	}
+	batches := make(tickBatches, 0, len(h.batchSize))
 	var wake []gen.PID
 	var due []parkedWake
 	horizon := parkHorizon(h.interval())
@@ -252,19 +260,16 @@ func (h *hub) openRounds(actors []gen.PID, ticking bool) {
 			s.mu.Unlock()
 			continue
 		}
-		if h.openRound(s, now, ttl, batches) {
+		if h.openRound(s, now, ttl, &batches) {
 			wake = append(wake, actor)
 		}
 		s.mu.Unlock()
 	}
-	nodes := make([]gen.Atom, 0, len(batches))
-	for node := range batches {
-		nodes = append(nodes, node)
-	}
-	slices.Sort(nodes)
-	for _, node := range nodes {
+	slices.SortFunc(batches, func(a, b nodeBatch) int { return strings.Compare(string(a.node), string(b.node)) })
+	for _, b := range batches {
 		// by name: a restarted node's hub is a new process
-		h.sendConnected(node, gen.ProcessID{Name: hubName, Node: node}, msgBeats{Beats: batches[node]})
+		h.batchSize[b.node] = max(h.batchSize[b.node], len(b.beats))
+		h.sendConnected(b.node, gen.ProcessID{Name: hubName, Node: b.node}, msgBeats{Beats: b.beats})
 	}
 	for _, actor := range wake {
 		h.process.Send(actor, hubCarryLost{})
@@ -300,42 +305,70 @@ func retickPause(interval time.Duration, n int) time.Duration {
 // batches and updates which follower nodes its rounds reach; s.mu is held.
 // It reports whether a node stopped being carried (the leader must be
 // woken to send there itself).
-func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches map[gen.Atom][]beatEntry) bool {
+func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches *tickBatches) bool {
 	s.round++
-	s.rounds = append(s.rounds, roundStamp{round: s.round, at: now})
-	if len(s.rounds) > 16 {
-		s.rounds = s.rounds[len(s.rounds)-16:]
-	}
-	s.stamps = append(s.stamps, roundStamp{round: s.round, at: now})
-	if len(s.stamps) > 16 {
-		s.stamps = s.stamps[len(s.stamps)-16:]
-	}
-	lost, changed := false, len(s.carried) != len(s.followers)
-	if s.carried == nil {
-		s.carried = make(map[gen.Atom]bool, len(s.followers))
-	}
-	for node := range s.carried {
-		if _, ok := s.followers[node]; ok == false {
-			delete(s.carried, node)
-		}
-	}
-	for node := range s.followers {
-		batches[node] = append(batches[node], beatEntry{ClusterID: s.cluster, Term: s.leadTerm, LeaderID: s.actor.ID, Round: s.round})
-		peer, known := h.peers[node]
-		carried := known && now.Sub(peer.heardAt) < ttl && now.Sub(s.unserved[node]) >= ttl
-		was, had := s.carried[node]
-		if was && carried == false {
+	stamp := roundStamp{round: s.round, at: now}
+	s.rounds = appendRecent(s.rounds, stamp)
+	s.stamps = appendRecent(s.stamps, stamp)
+	lost, changed := false, false
+	for i := range s.links {
+		l := &s.links[i]
+		b := batches.of(h, l.node, now, ttl)
+		b.beats = appendBeat(b.beats, beatEntry{ClusterID: s.cluster, Term: s.leadTerm, LeaderID: s.actor.ID, Round: s.round})
+		carried := b.peerAlive && now.Sub(l.unserved) >= ttl
+		if l.decided && l.carried && carried == false {
 			lost = true
 		}
-		if had == false || was != carried {
+		if l.decided == false || l.carried != carried {
 			changed = true
 		}
-		s.carried[node] = carried
+		l.carried, l.decided = carried, true
 	}
 	if changed {
 		s.carriedVersion++
 	}
 	return lost
+}
+
+// nodeBatch is the msgBeats a tick builds for one node.
+type nodeBatch struct {
+	node      gen.Atom
+	peerAlive bool // the node's hub answered within hubPeerTTL
+	beats     []byte
+}
+
+// tickBatches are a tick's msgBeats, one per node: a short list, searched
+// in order (a handful of nodes; a map would hash the node's name for
+// every round of every leader).
+type tickBatches []nodeBatch
+
+// of returns node's batch, adding it if it is new.
+func (t *tickBatches) of(h *hub, node gen.Atom, now time.Time, ttl time.Duration) *nodeBatch {
+	for i := range *t {
+		if (*t)[i].node == node {
+			return &(*t)[i]
+		}
+	}
+	peer, known := h.peers[node]
+	size := h.batchSize[node]
+	*t = append(*t, nodeBatch{node: node, peerAlive: known && now.Sub(peer.heardAt) < ttl, beats: make([]byte, 0, size+size/8)})
+	return &(*t)[len(*t)-1]
+}
+
+// recentStamps is how many of its newest rounds a slot keeps: a lease
+// needs the send time of the newest round a quorum acknowledged, and an
+// acknowledgement more than a few rounds old proves a lease long over.
+const recentStamps = 16
+
+// appendRecent appends a round's stamp, keeping the recentStamps newest.
+// It moves the old ones down rather than reslicing, so that a slot's list
+// is allocated once, not every recentStamps rounds.
+func appendRecent(list []roundStamp, r roundStamp) []roundStamp {
+	if len(list) >= recentStamps {
+		n := copy(list, list[len(list)-recentStamps+1:])
+		list = list[:n]
+	}
+	return append(list, r)
 }
 
 // heard notes that the hub of from's node is alive.
@@ -347,33 +380,41 @@ func (h *hub) heard(from gen.PID) {
 // it, and hands the others to their actors.
 func (h *hub) beats(from gen.PID, message msgBeats) {
 	h.heard(from)
-	if len(message.Beats) > maxBeatsPerMessage {
-		return
-	}
 	now := h.clock()
-	acks := make([]beatAck, 0, len(message.Beats))
+	// the acks are about as long as the beats: the same ClusterIDs, terms
+	// and rounds, a follower's ID where the beat had the leader's
+	acks := make([]byte, 0, len(message.Beats))
 	var unserved []string
-	for _, b := range message.Beats {
+	peer := intern(from.Node) // compared with every follower's leader
+	r := wireReader{buf: message.Beats}
+	for n := 0; n < maxBeatsPerMessage; n++ {
+		b, ok := r.beat()
+		if ok == false {
+			break
+		}
 		// a hub speaks only for its own node's leaders
-		leader := gen.PID{Node: from.Node, ID: b.LeaderID, Creation: from.Creation}
-		slots := h.byCluster[b.ClusterID]
+		leader := gen.PID{Node: peer, ID: b.leaderID, Creation: from.Creation}
+		slots := h.byCluster[string(b.cluster)] // no copy: the map lookup borrows the bytes
 		if len(slots) == 0 {
-			unserved = append(unserved, b.ClusterID)
+			unserved = append(unserved, string(b.cluster))
 			continue
 		}
 		for _, s := range slots {
 			s.mu.Lock()
-			answered := s.follow == leader && s.followTerm == b.Term
+			answered := s.follow == leader && s.followTerm == b.term
 			if answered {
 				s.beatAt = now
 			}
 			s.mu.Unlock()
 			if answered {
-				acks = append(acks, beatAck{ClusterID: b.ClusterID, Term: b.Term, Round: b.Round, FollowerID: s.actor.ID})
+				acks = appendAck(acks, beatAck{ClusterID: s.cluster, Term: b.term, Round: b.round, FollowerID: s.actor.ID})
 				continue
 			}
-			h.process.Send(s.actor, hubBeat{ClusterID: b.ClusterID, Term: b.Term, Leader: leader, Round: b.Round})
+			h.process.Send(s.actor, hubBeat{ClusterID: s.cluster, Term: b.term, Leader: leader, Round: b.round})
 		}
+	}
+	if r.malformed {
+		h.malformed++
 	}
 	h.sendConnected(from.Node, from, msgBeatAcks{Acks: acks, Unserved: unserved})
 }
@@ -396,36 +437,40 @@ func (h *hub) sendConnected(node gen.Atom, to any, message any) {
 // followers.
 func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 	h.heard(from)
-	if len(message.Acks) > maxBeatsPerMessage || len(message.Unserved) > maxBeatsPerMessage {
+	if len(message.Unserved) > maxBeatsPerMessage {
+		h.malformed++
 		return
 	}
 	now := h.clock()
 	for _, cluster := range message.Unserved {
 		for _, s := range h.byCluster[cluster] {
 			s.mu.Lock()
-			if s.unserved == nil {
-				s.unserved = make(map[gen.Atom]time.Time)
+			if l := s.link(from.Node); l != nil {
+				l.unserved = now
 			}
-			s.unserved[from.Node] = now
 			s.mu.Unlock()
 		}
 	}
-	for _, a := range message.Acks {
+	peer := intern(from.Node) // compared with every leader's links
+	r := wireReader{buf: message.Acks}
+	for n := 0; n < maxBeatsPerMessage; n++ {
+		a, ok := r.ack()
+		if ok == false {
+			break
+		}
 		// a hub speaks only for its own node's followers
-		follower := gen.PID{Node: from.Node, ID: a.FollowerID, Creation: from.Creation}
-		for _, s := range h.byCluster[a.ClusterID] {
+		follower := gen.PID{Node: peer, ID: a.followerID, Creation: from.Creation}
+		for _, s := range h.byCluster[string(a.cluster)] {
 			s.mu.Lock()
-			if s.leadTerm == a.Term && s.followers[follower.Node] == follower && a.Round <= s.round && a.Round > s.acks[follower.Node] {
-				if s.acks == nil {
-					s.acks = make(map[gen.Atom]uint64)
-					s.ackAt = make(map[gen.Atom]time.Time)
-				}
-				s.acks[follower.Node] = a.Round
-				s.ackAt[follower.Node] = now
+			if l := s.link(follower.Node); l != nil && l.pid == follower && s.leadTerm == a.term && a.round <= s.round && a.round > l.ack {
+				l.ack, l.ackAt = a.round, now
 				s.acksVersion++
 			}
 			s.mu.Unlock()
 		}
+	}
+	if r.malformed {
+		h.malformed++
 	}
 }
 
@@ -455,6 +500,7 @@ func (h *hub) inspect() map[string]string {
 		"ergo:hub_delegated": strconv.Itoa(delegated),
 		"ergo:hub_peers":     joinSorted(peers),
 		"ergo:hub_interval":  h.interval().String(),
+		"ergo:hub_malformed": strconv.FormatUint(h.malformed, 10),
 	}
 }
 

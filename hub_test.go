@@ -19,6 +19,7 @@ func newTestHub(slots ...*slot) (*hub, *scriptedProcess) {
 	h.byCluster = make(map[string][]*slot)
 	h.peers = make(map[gen.Atom]hubPeer)
 	for _, s := range slots {
+		s.relink()
 		h.slots[s.actor] = s
 		h.order = append(h.order, s.actor)
 		h.byCluster[s.cluster] = append(h.byCluster[s.cluster], s)
@@ -37,34 +38,34 @@ func TestHubAnswersOnlyWhatItWasAllowedTo(t *testing.T) {
 	h, p := newTestHub(follower)
 	peerHub := gen.PID{Node: node("b"), ID: 3, Creation: 1}
 	leaderID := pid("b").ID
-	h.beats(peerHub, msgBeats{Beats: []beatEntry{
-		{ClusterID: "c", Term: 4, LeaderID: leaderID, Round: 7},              // allowed
-		{ClusterID: "c", Term: 5, LeaderID: leaderID, Round: 1},              // another term: the actor decides
-		{ClusterID: "c", Term: 4, LeaderID: leaderID + 1, Round: 8},          // another process: the actor decides
-		{ClusterID: "nobody", Term: 1, LeaderID: leaderID, Round: 1},         // no actor here
-		{ClusterID: "c", Term: math.MaxUint64, LeaderID: leaderID, Round: 0}, // absurd: the actor decides
-	}})
+	h.beats(peerHub, packBeats(
+		beatEntry{ClusterID: "c", Term: 4, LeaderID: leaderID, Round: 7},              // allowed
+		beatEntry{ClusterID: "c", Term: 5, LeaderID: leaderID, Round: 1},              // another term: the actor decides
+		beatEntry{ClusterID: "c", Term: 4, LeaderID: leaderID + 1, Round: 8},          // another process: the actor decides
+		beatEntry{ClusterID: "nobody", Term: 1, LeaderID: leaderID, Round: 1},         // no actor here
+		beatEntry{ClusterID: "c", Term: math.MaxUint64, LeaderID: leaderID, Round: 0}, // absurd: the actor decides
+	))
 	require.Len(t, p.sent, 4)
 	assert.Equal(t, hubBeat{ClusterID: "c", Term: 5, Leader: pid("b"), Round: 1}, p.sent[0])
 	other := pid("b")
 	other.ID++
 	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: other, Round: 8}, p.sent[1])
 	assert.Equal(t, hubBeat{ClusterID: "c", Term: math.MaxUint64, Leader: pid("b"), Round: 0}, p.sent[2])
-	assert.Equal(t, msgBeatAcks{Acks: []beatAck{{ClusterID: "c", Term: 4, Round: 7, FollowerID: pid("a").ID}}, Unserved: []string{"nobody"}}, p.sent[3])
+	assertAcks(t, p.sent[3], []beatAck{{ClusterID: "c", Term: 4, Round: 7, FollowerID: pid("a").ID}}, "nobody")
 	assert.Equal(t, t0, follower.beatAt)
 
 	p.sent = nil
 	restarted := peerHub
 	restarted.Creation++
-	h.beats(restarted, msgBeats{Beats: []beatEntry{{ClusterID: "c", Term: 4, LeaderID: leaderID, Round: 8}}})
+	h.beats(restarted, packBeats(beatEntry{ClusterID: "c", Term: 4, LeaderID: leaderID, Round: 8}))
 	stale := pid("b")
 	stale.Creation++
 	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: stale, Round: 8}, p.sent[0], "a restarted node's hub does not speak for the old leader")
-	assert.Equal(t, msgBeatAcks{Acks: []beatAck{}}, p.sent[1])
+	assertAcks(t, p.sent[1], nil)
 
 	follower.follow = gen.PID{} // the actor is in a step
 	p.sent = nil
-	h.beats(peerHub, msgBeats{Beats: []beatEntry{{ClusterID: "c", Term: 4, LeaderID: leaderID, Round: 8}}})
+	h.beats(peerHub, packBeats(beatEntry{ClusterID: "c", Term: 4, LeaderID: leaderID, Round: 8}))
 	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: pid("b"), Round: 8}, p.sent[0], "no permission: the actor answers itself")
 }
 
@@ -120,7 +121,9 @@ func TestHubComesBackForALeaderInTheMiddleOfAStep(t *testing.T) {
 	p.sent = nil
 	h.retick()
 	require.Len(t, beats(), 1, "the round, a moment late")
-	assert.Equal(t, uint64(1), beats()[0].Beats[0].Round)
+	entries, malformed := unpackBeats(beats()[0])
+	require.False(t, malformed)
+	assert.Equal(t, uint64(1), entries[0].Round)
 	assert.Empty(t, h.pending)
 
 	leader.settle(true, 0, 0)
@@ -145,17 +148,18 @@ func TestHubRecordsOnlyValidAcks(t *testing.T) {
 	id := pid("b").ID
 	restarted := peerHub
 	restarted.Creation++
-	h.acks(restarted, msgBeatAcks{Acks: []beatAck{{ClusterID: "c", Term: 2, Round: 9, FollowerID: id}}})
-	assert.Empty(t, leader.acks, "a restarted node's hub does not speak for the old follower")
-	h.acks(peerHub, msgBeatAcks{Acks: []beatAck{
+	h.acks(restarted, packAcks([]beatAck{{ClusterID: "c", Term: 2, Round: 9, FollowerID: id}}, nil))
+	assert.Zero(t, leader.link(node("b")).ack, "a restarted node's hub does not speak for the old follower")
+	h.acks(peerHub, packAcks([]beatAck{
 		{ClusterID: "c", Term: 2, Round: 8, FollowerID: id + 1}, // another process
 		{ClusterID: "c", Term: 2, Round: 9, FollowerID: id},     // counts
 		{ClusterID: "c", Term: 2, Round: 12, FollowerID: id},    // a round never opened
 		{ClusterID: "c", Term: 1, Round: 9, FollowerID: id},     // another term
 		{ClusterID: "zz", Term: 2, Round: 9, FollowerID: id},    // no such election here
-	}, Unserved: []string{"c"}})
-	assert.Equal(t, map[gen.Atom]uint64{node("b"): 9}, leader.acks)
-	assert.Equal(t, t0, leader.unserved[node("b")], "b's hub has no actor of c that lets it answer")
+	}, []string{"c"}))
+	assert.Equal(t, uint64(9), leader.link(node("b")).ack)
+	assert.Zero(t, leader.link(node("c")).ack)
+	assert.Equal(t, t0, leader.link(node("b")).unserved, "b's hub has no actor of c that lets it answer")
 }
 
 // A slot's permissions end with settle, and what the hub recorded comes
@@ -165,7 +169,7 @@ func TestSlotSettleAndShare(t *testing.T) {
 	s.share(grant{follow: pid("b"), followTerm: 3})
 	s.share(grant{lead: true, leadTerm: 4, round: 1, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
 	s.rounds = []roundStamp{{round: 2, at: t0}}
-	s.acks = map[gen.Atom]uint64{node("b"): 2}
+	s.link(node("b")).ack = 2
 	s.acksVersion++
 	v := s.settle(true, 0, 0)
 	assert.False(t, s.lead)
@@ -173,8 +177,13 @@ func TestSlotSettleAndShare(t *testing.T) {
 	assert.Equal(t, []roundStamp{{round: 2, at: t0}}, v.rounds)
 	assert.Equal(t, uint64(2), v.acks[node("b")])
 	assert.Nil(t, s.rounds, "rounds are handed over once")
-	s.share(grant{lead: true, leadTerm: 5, round: 1})
-	assert.Nil(t, s.acks, "acks of term 4 mean nothing at term 5")
+	s.share(grant{lead: true, leadTerm: 4, round: 1, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
+	assert.Equal(t, uint64(2), s.link(node("b")).ack, "the same term and follower: the ack stands")
+	s.share(grant{lead: true, leadTerm: 4, round: 1, followers: map[gen.Atom]gen.PID{node("b"): pid("c")}})
+	assert.Zero(t, s.link(node("b")).ack, "another process on b: its predecessor's ack is not its own")
+	s.link(node("b")).ack = 2
+	s.share(grant{lead: true, leadTerm: 5, round: 1, followers: map[gen.Atom]gen.PID{node("b"): pid("c")}})
+	assert.Zero(t, s.link(node("b")).ack, "acks of term 4 mean nothing at term 5")
 	assert.Equal(t, uint64(1), s.round)
 }
 
@@ -211,12 +220,72 @@ func TestRoundsTheHubOpenedRenewTheLease(t *testing.T) {
 	sent := h.now
 	next := h.e.round + 1
 	h.e.shared.rounds = []roundStamp{{round: next, at: sent}}
-	h.e.shared.acks = map[gen.Atom]uint64{node("b"): next}
+	b := h.e.shared.link(node("b"))
+	require.NotNil(t, b, "the leader shares its followers")
+	b.ack, b.ackAt = next, sent.Add(time.Millisecond)
 	h.e.shared.acksVersion++
-	h.e.shared.ackAt = map[gen.Atom]time.Time{node("b"): sent.Add(time.Millisecond)}
 	h.advance(2 * time.Millisecond)
 	h.e.now = h.now
 	h.e.importShared(false)
 	assert.Equal(t, next, h.e.round)
 	assert.Equal(t, sent.Add(h.e.leaseDuration()), h.e.leaseUntil, "the lease runs from the hub's round")
+}
+
+// assertAcks checks that message is a msgBeatAcks holding exactly acks, in
+// order, and unserved.
+func assertAcks(t *testing.T, message any, acks []beatAck, unserved ...string) {
+	t.Helper()
+	m, ok := message.(msgBeatAcks)
+	require.True(t, ok, "%T is not a msgBeatAcks", message)
+	got, malformed := unpackAcks(m)
+	require.False(t, malformed)
+	assert.Equal(t, acks, got)
+	assert.Equal(t, unserved, append([]string(nil), m.Unserved...))
+}
+
+// The hubs' records travel packed. They read back as written, and a
+// message cut anywhere or holding garbage yields the records before the
+// damage and says it was malformed; the hub still answers the well-formed
+// ones and counts the message (ergo:hub_malformed).
+func TestHubWireReadsWhatParsesAndCountsTheRest(t *testing.T) {
+	entries := []beatEntry{
+		{ClusterID: "c", Term: 4, LeaderID: pid("b").ID, Round: 7},
+		{ClusterID: "a-longer-cluster-id", Term: math.MaxUint64, LeaderID: 1, Round: math.MaxUint64},
+		{ClusterID: "", Term: 0, LeaderID: 0, Round: 0},
+	}
+	whole := packBeats(entries...)
+	got, malformed := unpackBeats(whole)
+	require.False(t, malformed)
+	require.Equal(t, entries, got)
+	acks := []beatAck{{ClusterID: "c", Term: 2, Round: 9, FollowerID: 12}, {ClusterID: "d", Term: 1, Round: 1, FollowerID: 1}}
+	gotAcks, malformed := unpackAcks(packAcks(acks, nil))
+	require.False(t, malformed)
+	require.Equal(t, acks, gotAcks)
+
+	boundaries := map[int]int{0: 0} // length -> whole records in it
+	for i := range entries {
+		boundaries[len(packBeats(entries[:i+1]...).Beats)] = i + 1
+	}
+	for cut := 0; cut <= len(whole.Beats); cut++ {
+		got, malformed := unpackBeats(msgBeats{Beats: whole.Beats[:cut]})
+		records, atBoundary := boundaries[cut]
+		assert.Equal(t, !atBoundary, malformed, "cut at %d", cut)
+		if atBoundary {
+			assert.Len(t, got, records, "cut at %d", cut)
+		}
+		for i, e := range got {
+			assert.Equal(t, entries[i], e, "a record read off a cut message is one that was written")
+		}
+	}
+
+	huge := []byte{0xff, 0xff, 0xff, 0xff, 0x0f} // a ClusterID longer than any message
+	_, malformed = unpackBeats(msgBeats{Beats: huge})
+	assert.True(t, malformed)
+
+	follower := &slot{cluster: "c", actor: pid("a"), follow: pid("b"), followTerm: 4}
+	h, p := newTestHub(follower)
+	damaged := append(packBeats(entries[0]).Beats, 0x05, 'x')
+	h.beats(gen.PID{Node: node("b"), ID: 3, Creation: 1}, msgBeats{Beats: damaged})
+	assertAcks(t, p.sent[0], []beatAck{{ClusterID: "c", Term: 4, Round: 7, FollowerID: pid("a").ID}})
+	assert.Equal(t, "1", h.inspect()["ergo:hub_malformed"])
 }

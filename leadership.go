@@ -149,9 +149,16 @@ func (e *election) sendHeartbeats() {
 	e.armTimer(timerHeartbeat, next)
 }
 
-// choreInterval is how often a leader whose rounds the hub carries
-// everywhere wakes for its chores: ten minimum election timeouts.
-func (e *election) choreInterval() time.Duration { return 10 * e.cfg.electionTimeoutMin }
+// choreInterval is how often an election whose heartbeats the hub carries
+// wakes for its chores (probes of declared peers that never answered,
+// silent connections, overdue monitors): twenty minimum election timeouts,
+// 3 s at the defaults. Nothing an election decides waits for a chore: a
+// node the hub stops reaching wakes its leaders at once (hubCarryLost),
+// and a follower whose leader falls silent is woken at its election
+// deadline. So the interval only bounds how late a connection that carries
+// nothing at all is found out, and every wake-up of a thousand idle
+// elections costs the node as much as all of their heartbeats.
+func (e *election) choreInterval() time.Duration { return 20 * e.cfg.electionTimeoutMin }
 
 // heartbeatNow makes a leader send its next round at once: the hub no
 // longer carries it to some node, or there is no hub any more.

@@ -168,19 +168,19 @@ func (s *slot) dueParked(now time.Time, horizon time.Duration, wakes []parkedWak
 // held. It counts only what the leader counts too (coalesce.go imports the
 // same rounds and acks), so it is never later than the leader's own.
 func (s *slot) hubLease(lease time.Duration, need int) time.Time {
-	if need <= 0 || len(s.acks) < need {
+	if need <= 0 || len(s.links) < need {
 		return time.Time{}
 	}
 	// the need newest send times, newest first (every tick, for every
 	// leader: no allocation for the usual views)
 	var buffer [8]time.Time
 	newest := buffer[:0]
-	for node, round := range s.acks {
-		if _, ok := s.followers[node]; ok == false {
+	for _, l := range s.links {
+		if l.ack == 0 {
 			continue
 		}
 		for _, r := range s.stamps {
-			if r.round != round {
+			if r.round != l.ack {
 				continue
 			}
 			at := sort.Search(len(newest), func(k int) bool { return newest[k].Before(r.at) })

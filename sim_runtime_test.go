@@ -531,9 +531,11 @@ func describe(message any) string {
 	case msgTimeoutNow:
 		return fmt.Sprintf("TimeoutNow{%s t%d}", m.ClusterID, m.Term)
 	case msgBeats:
-		return fmt.Sprintf("Beats{%d}", len(m.Beats))
+		beats, _ := unpackBeats(m)
+		return fmt.Sprintf("Beats{%d}", len(beats))
 	case msgBeatAcks:
-		return fmt.Sprintf("BeatAcks{%d}", len(m.Acks))
+		acks, _ := unpackAcks(m)
+		return fmt.Sprintf("BeatAcks{%d}", len(acks))
 	}
 	return fmt.Sprintf("%T", message)
 }

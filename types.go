@@ -116,8 +116,6 @@ func NetworkTypes() []any {
 		msgHeartbeat{},
 		msgHeartbeatAck{},
 		msgTimeoutNow{},
-		beatEntry{},
-		beatAck{},
 		msgBeats{},
 		msgBeatAcks{},
 		Leadership{},
@@ -136,10 +134,11 @@ func ErrorTypes() []error {
 // the second (hub.go). It is answered with msgBeatAcks, even when empty, so
 // the sender knows the hub is there.
 type msgBeats struct {
-	Beats []beatEntry
+	Beats []byte // beatEntry records, packed (hubwire.go)
 }
 
 // beatEntry is one election's round in msgBeats: msgHeartbeat's content.
+// It travels packed (hubwire.go), never as a registered type.
 // The leader is named by its process ID alone: a hub speaks only for its
 // own node's leaders, so the leader's node and creation are the sending
 // hub's (a PID would carry the node's name once per entry).
@@ -153,7 +152,7 @@ type beatEntry struct {
 // msgBeatAcks answers msgBeats with the acknowledgements the receiving hub
 // was allowed to give for its node's followers.
 type msgBeatAcks struct {
-	Acks []beatAck
+	Acks []byte // beatAck records, packed (hubwire.go)
 	// Unserved lists the ClusterIDs of beats that no actor on the
 	// receiving node has joined its hub for (it disabled coalescing, or has
 	// not joined yet): their leaders must send their own heartbeats there.
@@ -162,7 +161,8 @@ type msgBeatAcks struct {
 
 // beatAck is one follower's acknowledgement in msgBeatAcks: msgHeartbeatAck's
 // content, with the follower named because the hub sends it, by its process
-// ID alone (its node and creation are the answering hub's).
+// ID alone (its node and creation are the answering hub's). It travels
+// packed (hubwire.go), never as a registered type.
 type beatAck struct {
 	ClusterID  string
 	Term       uint64
