@@ -68,6 +68,7 @@ type slot struct {
 	cluster  string
 	actor    gen.PID
 	interval time.Duration // the actor's HeartbeatInterval
+	key      uint64        // the hub's number for it (routes.go); only the hub reads and writes it
 
 	lead     bool // granted by the actor: open rounds for the actor
 	leadTerm uint64
@@ -106,6 +107,7 @@ type followerLink struct {
 	carried  bool      // its node's hub gets the rounds
 	decided  bool      // carried was decided at a round
 	unserved time.Time // when its node's hub last said no actor there joined it for this election
+	namedBy  gen.PID   // the hub of its node that showed it knows this slot's key (routes.go)
 }
 
 // link returns the link to node, nil if node is not a follower; s.mu is

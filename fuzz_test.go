@@ -114,8 +114,8 @@ func FuzzElectionMessages(f *testing.F) {
 // only when its record parsed, and a message whose records do not all
 // parse is counted as malformed.
 func FuzzHubWire(f *testing.F) {
-	f.Add(packBeats(beatEntry{ClusterID: "c", Term: 4, LeaderID: pid("b").ID, Round: 7}).Beats)
-	f.Add(packAcks([]beatAck{{ClusterID: "c", Term: 2, Round: 1, FollowerID: pid("b").ID}}, nil).Acks)
+	f.Add(packBeats(named(1, "c", 4, pid("b").ID, 7), keyed(1, 4, pid("b").ID, 8)).Beats)
+	f.Add(packAcks([]wireAck{{key: 2, term: 2, round: 1, followerID: pid("b").ID}}, nil, nil).Acks)
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add([]byte{0x80, 0x80, 0x80, 0x80, 0x04, 'c'})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -125,14 +125,16 @@ func FuzzHubWire(f *testing.F) {
 		h, _ := newTestHub(follower, leader)
 		peerHub := gen.PID{Node: node("b"), ID: 3, Creation: 1}
 		h.beats(peerHub, msgBeats{Beats: data})
-		h.acks(peerHub, msgBeatAcks{Acks: data})
+		h.acks(peerHub, msgBeatAcks{Acks: data, Unserved: data, Unknown: data})
 		_, beatsMalformed := unpackBeats(msgBeats{Beats: data})
 		_, acksMalformed := unpackAcks(msgBeatAcks{Acks: data})
+		_, keysMalformed := unpackKeys(data)
 		want := uint64(0)
-		for _, bad := range []bool{beatsMalformed, acksMalformed} {
-			if bad {
-				want++
-			}
+		if beatsMalformed {
+			want++
+		}
+		if acksMalformed || keysMalformed {
+			want++ // one msgBeatAcks
 		}
 		if h.malformed != want {
 			t.Fatalf("malformed counted %d times, want %d", h.malformed, want)

@@ -73,14 +73,20 @@ type hub struct {
 	process   gen.Process
 	clock     func() time.Time
 	slots     map[gen.PID]*slot
-	order     []gen.PID // the slots' actors, sorted: deterministic sends
+	order     []*slot // the slots, by actor: deterministic sends, and no map lookup per slot per tick
 	byCluster map[string][]*slot
-	peers     map[gen.Atom]hubPeer
-	ticking   bool
-	tickGen   uint64
-	nextTick  time.Time
-	pending   []gen.PID // leaders a tick found in the middle of a step
-	retickGen uint64
+	// keys (routes.go): byKey finds a slot by the key this hub gave it,
+	// routes another hub's keys by the node they come from
+	nextKey      uint64
+	byKey        map[uint64]*slot
+	slotsVersion uint64 // bumped at every join and leave: routes resolve again
+	routes       map[gen.Atom]*peerRoutes
+	peers        map[gen.Atom]hubPeer
+	ticking      bool
+	tickGen      uint64
+	nextTick     time.Time
+	pending      []*slot // leaders a tick found in the middle of a step
+	retickGen    uint64
 	// the shortest interval of the slots, recomputed after a join or leave
 	shortest      time.Duration
 	intervalKnown bool
@@ -101,10 +107,18 @@ func (h *hub) ProcessInit(process gen.Process, args ...any) error {
 			h.clock = clock
 		}
 	}
+	h.init()
+	return nil
+}
+
+// init makes the hub's tables.
+func (h *hub) init() {
 	h.slots = make(map[gen.PID]*slot)
 	h.byCluster = make(map[string][]*slot)
+	h.byKey = make(map[uint64]*slot)
+	h.routes = make(map[gen.Atom]*peerRoutes)
 	h.peers = make(map[gen.Atom]hubPeer)
-	return nil
+	h.batchSize = make(map[gen.Atom]int)
 }
 
 func (h *hub) ProcessKind() gen.ProcessKind { return gen.ProcessKindCustom }
@@ -150,17 +164,28 @@ func (h *hub) join(s *slot) {
 		if err := h.process.Monitor(s.actor); err != nil {
 			return // it is gone already
 		}
-		h.slots[s.actor] = s
-		h.intervalKnown = false
-		h.order = append(h.order, s.actor)
-		slices.SortFunc(h.order, comparePID)
-		h.byCluster[s.cluster] = append(h.byCluster[s.cluster], s)
+		h.add(s)
 	}
 	h.process.Send(s.actor, hubJoined{})
 	if h.ticking == false {
 		h.ticking = true
 		h.armTick()
 	}
+}
+
+// add records a joined actor's slot and gives it its key.
+func (h *hub) add(s *slot) {
+	h.slots[s.actor] = s
+	h.intervalKnown = false
+	// in order by actor, inserted rather than sorted: ten thousand joins
+	// must not sort ten thousand slots each
+	at, _ := slices.BinarySearchFunc(h.order, s, func(a, b *slot) int { return comparePID(a.actor, b.actor) })
+	h.order = slices.Insert(h.order, at, s)
+	h.byCluster[s.cluster] = append(h.byCluster[s.cluster], s)
+	h.nextKey++
+	s.key = h.nextKey
+	h.byKey[s.key] = s
+	h.slotsVersion++
 }
 
 // leave drops the slot of an actor that terminated.
@@ -170,8 +195,10 @@ func (h *hub) leave(actor gen.PID) {
 		return
 	}
 	delete(h.slots, actor)
+	delete(h.byKey, s.key)
+	h.slotsVersion++
 	h.intervalKnown = false
-	h.order = slices.DeleteFunc(h.order, func(p gen.PID) bool { return p == actor })
+	h.order = slices.DeleteFunc(h.order, func(x *slot) bool { return x == s })
 	list := slices.DeleteFunc(h.byCluster[s.cluster], func(x *slot) bool { return x == s })
 	if len(list) == 0 {
 		delete(h.byCluster, s.cluster)
@@ -234,20 +261,16 @@ func (h *hub) retick() {
 // sends the rounds to their nodes and fires the parked timers that are due
 // (ticks only: a retick comes for the rounds). Leaders in a step are kept
 // for a retick.
-func (h *hub) openRounds(actors []gen.PID, ticking bool) {
+func (h *hub) openRounds(slots []*slot, ticking bool) {
 	now := h.clock()
 	ttl := hubPeerTTL * h.interval()
-	if h.batchSize == nil {
-		h.batchSize = make(map[gen.Atom]int)
-	}
 	batches := make(tickBatches, 0, len(h.batchSize))
 	var wake []gen.PID
 	var due []parkedWake
 	horizon := parkHorizon(h.interval())
-	for _, actor := range actors {
-		s, ok := h.slots[actor]
-		if ok == false {
-			continue // it terminated meanwhile
+	for _, s := range slots {
+		if ticking == false && h.slots[s.actor] != s {
+			continue // it terminated since the tick
 		}
 		s.mu.Lock()
 		if ticking {
@@ -255,13 +278,13 @@ func (h *hub) openRounds(actors []gen.PID, ticking bool) {
 		}
 		if s.lead == false {
 			if s.inStep && s.leading {
-				h.pending = append(h.pending, actor)
+				h.pending = append(h.pending, s)
 			}
 			s.mu.Unlock()
 			continue
 		}
 		if h.openRound(s, now, ttl, &batches) {
-			wake = append(wake, actor)
+			wake = append(wake, s.actor)
 		}
 		s.mu.Unlock()
 	}
@@ -314,7 +337,10 @@ func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches *tick
 	for i := range s.links {
 		l := &s.links[i]
 		b := batches.of(h, l.node, now, ttl)
-		b.beats = appendBeat(b.beats, beatEntry{ClusterID: s.cluster, Term: s.leadTerm, LeaderID: s.actor.ID, Round: s.round})
+		// the ClusterID goes along until that node's hub has shown it
+		// knows the key (routes.go)
+		named := l.namedBy == b.peer && b.peer != (gen.PID{})
+		b.beats = appendBeat(b.beats, s.key, s.cluster, named == false, s.leadTerm, s.actor.ID, s.round)
 		carried := b.peerAlive && now.Sub(l.unserved) >= ttl
 		if l.decided && l.carried && carried == false {
 			lost = true
@@ -333,7 +359,8 @@ func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches *tick
 // nodeBatch is the msgBeats a tick builds for one node.
 type nodeBatch struct {
 	node      gen.Atom
-	peerAlive bool // the node's hub answered within hubPeerTTL
+	peer      gen.PID // the node's hub, as last heard
+	peerAlive bool    // the node's hub answered within hubPeerTTL
 	beats     []byte
 }
 
@@ -351,7 +378,7 @@ func (t *tickBatches) of(h *hub, node gen.Atom, now time.Time, ttl time.Duration
 	}
 	peer, known := h.peers[node]
 	size := h.batchSize[node]
-	*t = append(*t, nodeBatch{node: node, peerAlive: known && now.Sub(peer.heardAt) < ttl, beats: make([]byte, 0, size+size/8)})
+	*t = append(*t, nodeBatch{node: node, peer: peer.pid, peerAlive: known && now.Sub(peer.heardAt) < ttl, beats: make([]byte, 0, size+size/8)})
 	return &(*t)[len(*t)-1]
 }
 
@@ -381,25 +408,30 @@ func (h *hub) heard(from gen.PID) {
 func (h *hub) beats(from gen.PID, message msgBeats) {
 	h.heard(from)
 	now := h.clock()
-	// the acks are about as long as the beats: the same ClusterIDs, terms
-	// and rounds, a follower's ID where the beat had the leader's
-	acks := make([]byte, 0, len(message.Beats))
-	var unserved []string
 	peer := intern(from.Node) // compared with every follower's leader
+	routes := h.routesFrom(from)
+	// the acks are about as long as the beats: the same keys, terms and
+	// rounds, a follower's ID where the beat had the leader's
+	acks := make([]byte, 0, len(message.Beats))
+	var unserved, unknown []byte
 	r := wireReader{buf: message.Beats}
 	for n := 0; n < maxBeatsPerMessage; n++ {
 		b, ok := r.beat()
 		if ok == false {
 			break
 		}
-		// a hub speaks only for its own node's leaders
-		leader := gen.PID{Node: peer, ID: b.leaderID, Creation: from.Creation}
-		slots := h.byCluster[string(b.cluster)] // no copy: the map lookup borrows the bytes
-		if len(slots) == 0 {
-			unserved = append(unserved, string(b.cluster))
+		route := routes.route(h, b.key, b.cluster)
+		switch {
+		case route == nil:
+			unknown = appendKeys(unknown, b.key)
+			continue
+		case len(route.slots) == 0:
+			unserved = appendKeys(unserved, b.key)
 			continue
 		}
-		for _, s := range slots {
+		// a hub speaks only for its own node's leaders
+		leader := gen.PID{Node: peer, ID: b.leaderID, Creation: from.Creation}
+		for _, s := range route.slots {
 			s.mu.Lock()
 			answered := s.follow == leader && s.followTerm == b.term
 			if answered {
@@ -407,16 +439,17 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 			}
 			s.mu.Unlock()
 			if answered {
-				acks = appendAck(acks, beatAck{ClusterID: s.cluster, Term: b.term, Round: b.round, FollowerID: s.actor.ID})
+				acks = appendAck(acks, wireAck{key: b.key, term: b.term, round: b.round, followerID: s.actor.ID})
 				continue
 			}
-			h.process.Send(s.actor, hubBeat{ClusterID: s.cluster, Term: b.term, Leader: leader, Round: b.round})
+			h.process.Send(s.actor, hubBeat{ClusterID: route.cluster, Term: b.term, Leader: leader, Round: b.round})
 		}
 	}
+	routes.sweep()
 	if r.malformed {
 		h.malformed++
 	}
-	h.sendConnected(from.Node, from, msgBeatAcks{Acks: acks, Unserved: unserved})
+	h.sendConnected(from.Node, from, msgBeatAcks{Acks: acks, Unserved: unserved, Unknown: unknown})
 }
 
 // sendConnected sends to another node only while the framework has a
@@ -434,42 +467,58 @@ func (h *hub) sendConnected(node gen.Atom, to any, message any) {
 }
 
 // acks records the acknowledgements another node's hub sent for its
-// followers.
+// followers, and what it could not answer.
 func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 	h.heard(from)
-	if len(message.Unserved) > maxBeatsPerMessage {
-		h.malformed++
-		return
-	}
 	now := h.clock()
-	for _, cluster := range message.Unserved {
-		for _, s := range h.byCluster[cluster] {
+	peer := intern(from.Node) // compared with every leader's links
+	malformed := false
+	// each record's key is one this hub gave; whatever the other hub says
+	// about it, it says only about its own node's followers (link(peer))
+	each := func(buf []byte, record func(r *wireReader) (uint64, bool), apply func(l *followerLink, s *slot)) {
+		r := wireReader{buf: buf}
+		for n := 0; n < maxBeatsPerMessage; n++ {
+			key, ok := record(&r)
+			if ok == false {
+				break
+			}
+			s := h.byKey[key]
+			if s == nil {
+				continue // it left meanwhile
+			}
 			s.mu.Lock()
-			if l := s.link(from.Node); l != nil {
-				l.unserved = now
+			if l := s.link(peer); l != nil {
+				apply(l, s)
 			}
 			s.mu.Unlock()
 		}
+		malformed = malformed || r.malformed
 	}
-	peer := intern(from.Node) // compared with every leader's links
-	r := wireReader{buf: message.Acks}
-	for n := 0; n < maxBeatsPerMessage; n++ {
-		a, ok := r.ack()
-		if ok == false {
-			break
-		}
+	keyOf := func(r *wireReader) (uint64, bool) { return r.nextKey() }
+	each(message.Unserved, keyOf, func(l *followerLink, s *slot) {
+		l.unserved, l.namedBy = now, from
+	})
+	each(message.Unknown, keyOf, func(l *followerLink, s *slot) {
+		l.namedBy = gen.PID{} // its next rounds name the election again
+	})
+	var a wireAck
+	each(message.Acks, func(r *wireReader) (uint64, bool) {
+		var ok bool
+		a, ok = r.ack()
+		return a.key, ok
+	}, func(l *followerLink, s *slot) {
 		// a hub speaks only for its own node's followers
 		follower := gen.PID{Node: peer, ID: a.followerID, Creation: from.Creation}
-		for _, s := range h.byCluster[string(a.cluster)] {
-			s.mu.Lock()
-			if l := s.link(follower.Node); l != nil && l.pid == follower && s.leadTerm == a.term && a.round <= s.round && a.round > l.ack {
-				l.ack, l.ackAt = a.round, now
-				s.acksVersion++
-			}
-			s.mu.Unlock()
+		if l.pid != follower {
+			return
 		}
-	}
-	if r.malformed {
+		l.namedBy = from
+		if s.leadTerm == a.term && a.round <= s.round && a.round > l.ack {
+			l.ack, l.ackAt = a.round, now
+			s.acksVersion++
+		}
+	})
+	if malformed {
 		h.malformed++
 	}
 }

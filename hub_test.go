@@ -15,16 +15,22 @@ import (
 func newTestHub(slots ...*slot) (*hub, *scriptedProcess) {
 	p := &scriptedProcess{self: gen.PID{Node: node("a"), ID: 3, Creation: 1}}
 	h := &hub{process: p, clock: func() time.Time { return t0 }}
-	h.slots = make(map[gen.PID]*slot)
-	h.byCluster = make(map[string][]*slot)
-	h.peers = make(map[gen.Atom]hubPeer)
+	h.init()
 	for _, s := range slots {
 		s.relink()
-		h.slots[s.actor] = s
-		h.order = append(h.order, s.actor)
-		h.byCluster[s.cluster] = append(h.byCluster[s.cluster], s)
+		h.add(s)
 	}
 	return h, p
+}
+
+// named is a round of another hub's election key that names it cluster;
+// keyed is one that names it by key alone.
+func named(key uint64, cluster string, term, leaderID, round uint64) wireBeat {
+	return wireBeat{key: key, cluster: []byte(cluster), term: term, leaderID: leaderID, round: round}
+}
+
+func keyed(key uint64, term, leaderID, round uint64) wireBeat {
+	return wireBeat{key: key, term: term, leaderID: leaderID, round: round}
 }
 
 // The hub answers a round only for a follower that allowed it, for exactly
@@ -39,11 +45,12 @@ func TestHubAnswersOnlyWhatItWasAllowedTo(t *testing.T) {
 	peerHub := gen.PID{Node: node("b"), ID: 3, Creation: 1}
 	leaderID := pid("b").ID
 	h.beats(peerHub, packBeats(
-		beatEntry{ClusterID: "c", Term: 4, LeaderID: leaderID, Round: 7},              // allowed
-		beatEntry{ClusterID: "c", Term: 5, LeaderID: leaderID, Round: 1},              // another term: the actor decides
-		beatEntry{ClusterID: "c", Term: 4, LeaderID: leaderID + 1, Round: 8},          // another process: the actor decides
-		beatEntry{ClusterID: "nobody", Term: 1, LeaderID: leaderID, Round: 1},         // no actor here
-		beatEntry{ClusterID: "c", Term: math.MaxUint64, LeaderID: leaderID, Round: 0}, // absurd: the actor decides
+		named(1, "c", 4, leaderID, 7),              // allowed
+		named(2, "c", 5, leaderID, 1),              // another term: the actor decides
+		named(3, "c", 4, leaderID+1, 8),            // another process: the actor decides
+		named(4, "nobody", 1, leaderID, 1),         // no actor here
+		named(5, "c", math.MaxUint64, leaderID, 0), // absurd: the actor decides
+		keyed(6, 4, leaderID, 7),                   // never named: unknown
 	))
 	require.Len(t, p.sent, 4)
 	assert.Equal(t, hubBeat{ClusterID: "c", Term: 5, Leader: pid("b"), Round: 1}, p.sent[0])
@@ -51,22 +58,86 @@ func TestHubAnswersOnlyWhatItWasAllowedTo(t *testing.T) {
 	other.ID++
 	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: other, Round: 8}, p.sent[1])
 	assert.Equal(t, hubBeat{ClusterID: "c", Term: math.MaxUint64, Leader: pid("b"), Round: 0}, p.sent[2])
-	assertAcks(t, p.sent[3], []beatAck{{ClusterID: "c", Term: 4, Round: 7, FollowerID: pid("a").ID}}, "nobody")
+	assertAcks(t, p.sent[3], []wireAck{{key: 1, term: 4, round: 7, followerID: pid("a").ID}}, []uint64{4}, []uint64{6})
 	assert.Equal(t, t0, follower.beatAt)
+
+	p.sent = nil
+	h.beats(peerHub, packBeats(keyed(1, 4, leaderID, 8)))
+	assertAcks(t, p.sent[0], []wireAck{{key: 1, term: 4, round: 8, followerID: pid("a").ID}}, nil, nil)
 
 	p.sent = nil
 	restarted := peerHub
 	restarted.Creation++
-	h.beats(restarted, packBeats(beatEntry{ClusterID: "c", Term: 4, LeaderID: leaderID, Round: 8}))
+	h.beats(restarted, packBeats(keyed(1, 4, leaderID, 9)))
+	assertAcks(t, p.sent[0], nil, nil, []uint64{1}) // "a restarted node's hub's keys are its own
+	p.sent = nil
+	h.beats(restarted, packBeats(named(1, "c", 4, leaderID, 9)))
 	stale := pid("b")
 	stale.Creation++
-	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: stale, Round: 8}, p.sent[0], "a restarted node's hub does not speak for the old leader")
-	assertAcks(t, p.sent[1], nil)
+	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: stale, Round: 9}, p.sent[0], "a restarted node's hub does not speak for the old leader")
+	assertAcks(t, p.sent[1], nil, nil, nil)
 
 	follower.follow = gen.PID{} // the actor is in a step
 	p.sent = nil
-	h.beats(peerHub, packBeats(beatEntry{ClusterID: "c", Term: 4, LeaderID: leaderID, Round: 8}))
-	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: pid("b"), Round: 8}, p.sent[0], "no permission: the actor answers itself")
+	h.beats(restarted, packBeats(keyed(1, 4, leaderID, 10)))
+	assert.Equal(t, hubBeat{ClusterID: "c", Term: 4, Leader: stale, Round: 10}, p.sent[0], "no permission: the actor answers itself")
+}
+
+// A route follows this node's slots: an actor that leaves is no longer
+// answered for under a key learnt while it was there, and one that joins
+// later is found under a key learnt before it came.
+func TestHubRoutesFollowTheSlots(t *testing.T) {
+	h, p := newTestHub()
+	peerHub := gen.PID{Node: node("b"), ID: 3, Creation: 1}
+	leaderID := pid("b").ID
+	h.beats(peerHub, packBeats(named(7, "c", 4, leaderID, 1)))
+	assertAcks(t, p.sent[0], nil, []uint64{7}, nil)
+
+	follower := &slot{cluster: "c", actor: pid("a"), follow: pid("b"), followTerm: 4}
+	h.add(follower)
+	p.sent = nil
+	h.beats(peerHub, packBeats(keyed(7, 4, leaderID, 2)))
+	assertAcks(t, p.sent[0], []wireAck{{key: 7, term: 4, round: 2, followerID: pid("a").ID}}, nil, nil)
+
+	h.leave(follower.actor)
+	p.sent = nil
+	h.beats(peerHub, packBeats(keyed(7, 4, leaderID, 3)))
+	assertAcks(t, p.sent[0], nil, []uint64{7}, nil)
+}
+
+// A leader's rounds name the election until the follower's hub answered
+// a round of it, and again once that hub says it does not know the key.
+func TestHubNamesAnElectionUntilTheOtherHubKnowsIt(t *testing.T) {
+	leader := &slot{cluster: "c", actor: pid("a"), lead: true, leadTerm: 2, interval: 50 * time.Millisecond,
+		followers: map[gen.Atom]gen.PID{node("b"): pid("b")}}
+	h, p := newTestHub(leader)
+	peerHub := gen.PID{Node: node("b"), ID: 3, Creation: 1}
+	sentBeats := func() []wireBeat {
+		var all []wireBeat
+		for _, m := range p.sent {
+			if b, ok := m.(msgBeats); ok {
+				beats, malformed := unpackBeats(b)
+				require.False(t, malformed)
+				all = append(all, beats...)
+			}
+		}
+		p.sent = nil
+		return all
+	}
+	h.tick()
+	require.Equal(t, []wireBeat{named(leader.key, "c", 2, pid("a").ID, 1)}, sentBeats())
+	h.acks(peerHub, packAcks([]wireAck{{key: leader.key, term: 2, round: 1, followerID: pid("b").ID}}, nil, nil))
+	h.tick()
+	require.Equal(t, []wireBeat{keyed(leader.key, 2, pid("a").ID, 2)}, sentBeats(), "b's hub knows the key")
+	h.acks(peerHub, packAcks(nil, nil, []uint64{leader.key}))
+	h.tick()
+	require.Equal(t, []wireBeat{named(leader.key, "c", 2, pid("a").ID, 3)}, sentBeats(), "b's hub forgot it")
+	h.acks(peerHub, packAcks([]wireAck{{key: leader.key, term: 2, round: 3, followerID: pid("b").ID}}, nil, nil))
+	restarted := peerHub
+	restarted.ID++
+	h.acks(restarted, packAcks(nil, nil, nil)) // b's new hub is heard
+	h.tick()
+	require.Equal(t, []wireBeat{named(leader.key, "c", 2, pid("a").ID, 4)}, sentBeats(), "b's new hub never knew it")
 }
 
 // A send to a node that is not connected would make the framework dial it
@@ -123,7 +194,7 @@ func TestHubComesBackForALeaderInTheMiddleOfAStep(t *testing.T) {
 	require.Len(t, beats(), 1, "the round, a moment late")
 	entries, malformed := unpackBeats(beats()[0])
 	require.False(t, malformed)
-	assert.Equal(t, uint64(1), entries[0].Round)
+	assert.Equal(t, uint64(1), entries[0].round)
 	assert.Empty(t, h.pending)
 
 	leader.settle(true, 0, 0)
@@ -148,15 +219,16 @@ func TestHubRecordsOnlyValidAcks(t *testing.T) {
 	id := pid("b").ID
 	restarted := peerHub
 	restarted.Creation++
-	h.acks(restarted, packAcks([]beatAck{{ClusterID: "c", Term: 2, Round: 9, FollowerID: id}}, nil))
+	key := leader.key
+	h.acks(restarted, packAcks([]wireAck{{key: key, term: 2, round: 9, followerID: id}}, nil, nil))
 	assert.Zero(t, leader.link(node("b")).ack, "a restarted node's hub does not speak for the old follower")
-	h.acks(peerHub, packAcks([]beatAck{
-		{ClusterID: "c", Term: 2, Round: 8, FollowerID: id + 1}, // another process
-		{ClusterID: "c", Term: 2, Round: 9, FollowerID: id},     // counts
-		{ClusterID: "c", Term: 2, Round: 12, FollowerID: id},    // a round never opened
-		{ClusterID: "c", Term: 1, Round: 9, FollowerID: id},     // another term
-		{ClusterID: "zz", Term: 2, Round: 9, FollowerID: id},    // no such election here
-	}, []string{"c"}))
+	h.acks(peerHub, packAcks([]wireAck{
+		{key: key, term: 2, round: 8, followerID: id + 1}, // another process
+		{key: key, term: 2, round: 9, followerID: id},     // counts
+		{key: key, term: 2, round: 12, followerID: id},    // a round never opened
+		{key: key, term: 1, round: 9, followerID: id},     // another term
+		{key: key + 1, term: 2, round: 9, followerID: id}, // no such election here
+	}, []uint64{key}, nil))
 	assert.Equal(t, uint64(9), leader.link(node("b")).ack)
 	assert.Zero(t, leader.link(node("c")).ack)
 	assert.Equal(t, t0, leader.link(node("b")).unserved, "b's hub has no actor of c that lets it answer")
@@ -232,15 +304,20 @@ func TestRoundsTheHubOpenedRenewTheLease(t *testing.T) {
 }
 
 // assertAcks checks that message is a msgBeatAcks holding exactly acks, in
-// order, and unserved.
-func assertAcks(t *testing.T, message any, acks []beatAck, unserved ...string) {
+// order, and the keys unserved and unknown.
+func assertAcks(t *testing.T, message any, acks []wireAck, unserved, unknown []uint64) {
 	t.Helper()
 	m, ok := message.(msgBeatAcks)
 	require.True(t, ok, "%T is not a msgBeatAcks", message)
 	got, malformed := unpackAcks(m)
 	require.False(t, malformed)
 	assert.Equal(t, acks, got)
-	assert.Equal(t, unserved, append([]string(nil), m.Unserved...))
+	gotUnserved, malformed := unpackKeys(m.Unserved)
+	require.False(t, malformed)
+	assert.Equal(t, unserved, gotUnserved, "unserved")
+	gotUnknown, malformed := unpackKeys(m.Unknown)
+	require.False(t, malformed)
+	assert.Equal(t, unknown, gotUnknown, "unknown")
 }
 
 // The hubs' records travel packed. They read back as written, and a
@@ -248,17 +325,18 @@ func assertAcks(t *testing.T, message any, acks []beatAck, unserved ...string) {
 // damage and says it was malformed; the hub still answers the well-formed
 // ones and counts the message (ergo:hub_malformed).
 func TestHubWireReadsWhatParsesAndCountsTheRest(t *testing.T) {
-	entries := []beatEntry{
-		{ClusterID: "c", Term: 4, LeaderID: pid("b").ID, Round: 7},
-		{ClusterID: "a-longer-cluster-id", Term: math.MaxUint64, LeaderID: 1, Round: math.MaxUint64},
-		{ClusterID: "", Term: 0, LeaderID: 0, Round: 0},
+	entries := []wireBeat{
+		named(1, "c", 4, pid("b").ID, 7),
+		named(maxWireKey, "a-longer-cluster-id", math.MaxUint64, 1, math.MaxUint64),
+		keyed(3, 0, 0, 0),
+		named(4, "", 1, 1, 1),
 	}
 	whole := packBeats(entries...)
 	got, malformed := unpackBeats(whole)
 	require.False(t, malformed)
 	require.Equal(t, entries, got)
-	acks := []beatAck{{ClusterID: "c", Term: 2, Round: 9, FollowerID: 12}, {ClusterID: "d", Term: 1, Round: 1, FollowerID: 1}}
-	gotAcks, malformed := unpackAcks(packAcks(acks, nil))
+	acks := []wireAck{{key: 1, term: 2, round: 9, followerID: 12}, {key: 2, term: 1, round: 1, followerID: 1}}
+	gotAcks, malformed := unpackAcks(packAcks(acks, nil, nil))
 	require.False(t, malformed)
 	require.Equal(t, acks, gotAcks)
 
@@ -278,14 +356,22 @@ func TestHubWireReadsWhatParsesAndCountsTheRest(t *testing.T) {
 		}
 	}
 
-	huge := []byte{0xff, 0xff, 0xff, 0xff, 0x0f} // a ClusterID longer than any message
-	_, malformed = unpackBeats(msgBeats{Beats: huge})
-	assert.True(t, malformed)
+	for _, garbage := range [][]byte{
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f}, // a key beyond any hub's
+		{0x03, 0xff, 0xff, 0xff, 0x0f},             // a ClusterID longer than any message
+		{0x00, 0x01, 0x01, 0x01},                   // key 0, which no hub gives
+		{0x02, 0x01, 0x01, 0xff, 0xff},             // a round cut short
+	} {
+		_, malformed = unpackBeats(msgBeats{Beats: garbage})
+		assert.True(t, malformed, "% x", garbage)
+	}
+	_, malformed = unpackKeys([]byte{0x00})
+	assert.True(t, malformed, "key 0")
 
 	follower := &slot{cluster: "c", actor: pid("a"), follow: pid("b"), followTerm: 4}
 	h, p := newTestHub(follower)
 	damaged := append(packBeats(entries[0]).Beats, 0x05, 'x')
 	h.beats(gen.PID{Node: node("b"), ID: 3, Creation: 1}, msgBeats{Beats: damaged})
-	assertAcks(t, p.sent[0], []beatAck{{ClusterID: "c", Term: 4, Round: 7, FollowerID: pid("a").ID}})
+	assertAcks(t, p.sent[0], []wireAck{{key: 1, term: 4, round: 7, followerID: pid("a").ID}}, nil, nil)
 	assert.Equal(t, "1", h.inspect()["ergo:hub_malformed"])
 }

@@ -4,60 +4,76 @@ import "encoding/binary"
 
 // The hubs' wire format. A msgBeats or msgBeatAcks holds one record per
 // election, a thousand or more of them, twice per heartbeat interval and
-// node pair. Encoded as slices of structs, the framework's codec walked
-// every field of every record by reflection on both ends, and the decoder
-// allocated a string per ClusterID: that was most of the hubs' CPU time at
-// a thousand elections. So the records travel packed in one []byte, which
-// the codec copies as it is, and the receiving hub reads them in place,
-// looking each ClusterID up without copying it.
+// node pair, so what a record costs is what the hubs cost:
 //
-// A record is a sequence of unsigned varints (encoding/binary), a
-// ClusterID as its length followed by its bytes:
+//   - Records travel packed in one []byte, which the framework's codec
+//     copies as it is. As slices of structs, the codec walked every field
+//     of every record by reflection on both ends and the decoder allocated
+//     a string per ClusterID: that was most of the hubs' CPU time.
+//   - An election is named on the wire by its key, a number the sending
+//     hub gave the leader's actor when it joined (routes.go), not by its
+//     ClusterID. The ClusterID goes along with the key only until the
+//     receiving hub has shown it knows the key (it answered a record of
+//     it). So a hub finds a record's election by a number, and nobody
+//     hashes and compares a ClusterID for every record of every interval.
 //
-//	beat: ClusterID, Term, LeaderID, Round
-//	ack:  ClusterID, Term, Round, FollowerID
+// A record is a sequence of unsigned varints (encoding/binary); a ClusterID
+// is its length followed by its bytes:
+//
+//	beat: key<<1 | 1 if a ClusterID follows, [ClusterID], Term, LeaderID, Round
+//	ack:  key, Term, Round, FollowerID
+//	msgBeatAcks.Unserved and .Unknown: keys
 //
 // A peer can send anything: a record that does not parse (truncated, a
-// varint that overflows, a ClusterID longer than maxWireClusterID) ends the
-// reading of the message. The records before it were well formed and are
-// used; the rest is dropped and counted (ergo:hub_malformed), never guessed
-// at. Nothing a peer sends makes the reader panic or allocate more than the
-// message's own size.
+// varint that overflows, a ClusterID longer than maxWireClusterID, a key
+// beyond maxWireKey) ends the reading of the message. The records before it
+// were well formed and are used; the rest is dropped and counted
+// (ergo:hub_malformed), never guessed at. Nothing a peer sends makes the
+// reader panic or allocate more than the message's own size.
 
 // maxWireClusterID bounds a ClusterID read off the wire. Options does not
 // limit a ClusterID's length; one this long is no user's.
 const maxWireClusterID = 1 << 16
 
-// appendBeat packs one election's round for msgBeats.
-func appendBeat(buf []byte, b beatEntry) []byte {
-	buf = appendWireString(buf, b.ClusterID)
-	buf = binary.AppendUvarint(buf, b.Term)
-	buf = binary.AppendUvarint(buf, b.LeaderID)
-	return binary.AppendUvarint(buf, b.Round)
-}
+// maxWireKey bounds a key read off the wire: a hub numbers its elections
+// from 1, one per actor that ever joined it.
+const maxWireKey = 1 << 40
 
-// appendAck packs one follower's acknowledgement for msgBeatAcks.
-func appendAck(buf []byte, a beatAck) []byte {
-	buf = appendWireString(buf, a.ClusterID)
-	buf = binary.AppendUvarint(buf, a.Term)
-	buf = binary.AppendUvarint(buf, a.Round)
-	return binary.AppendUvarint(buf, a.FollowerID)
-}
-
-func appendWireString(buf []byte, s string) []byte {
-	buf = binary.AppendUvarint(buf, uint64(len(s)))
-	return append(buf, s...)
-}
-
-// wireBeat and wireAck are records as read: cluster aliases the message.
+// wireBeat is one election's round in msgBeats, as written or as read
+// (cluster then aliases the message, and is nil when the key alone came).
 type wireBeat struct {
+	key                   uint64
 	cluster               []byte
 	term, leaderID, round uint64
 }
 
+// wireAck is one follower's acknowledgement in msgBeatAcks.
 type wireAck struct {
-	cluster                 []byte
+	key                     uint64
 	term, round, followerID uint64
+}
+
+// appendBeat packs one election's round for msgBeats, with its ClusterID
+// if named.
+func appendBeat(buf []byte, key uint64, cluster string, named bool, term, leaderID, round uint64) []byte {
+	if named {
+		buf = binary.AppendUvarint(buf, key<<1|1)
+		buf = binary.AppendUvarint(buf, uint64(len(cluster)))
+		buf = append(buf, cluster...)
+	} else {
+		buf = binary.AppendUvarint(buf, key<<1)
+	}
+	buf = binary.AppendUvarint(buf, term)
+	buf = binary.AppendUvarint(buf, leaderID)
+	return binary.AppendUvarint(buf, round)
+}
+
+// appendAck packs one follower's acknowledgement for msgBeatAcks.
+func appendAck(buf []byte, a wireAck) []byte {
+	buf = binary.AppendUvarint(buf, a.key)
+	buf = binary.AppendUvarint(buf, a.term)
+	buf = binary.AppendUvarint(buf, a.round)
+	return binary.AppendUvarint(buf, a.followerID)
 }
 
 // wireReader reads packed records off a message, in place.
@@ -82,6 +98,14 @@ func (r *wireReader) uvarint() uint64 {
 	return v
 }
 
+func (r *wireReader) key() uint64 {
+	k := r.uvarint()
+	if k == 0 || k > maxWireKey {
+		r.fail()
+	}
+	return k
+}
+
 func (r *wireReader) bytes() []byte {
 	n := r.uvarint()
 	if r.malformed || n > maxWireClusterID || n > uint64(len(r.buf)) {
@@ -103,7 +127,14 @@ func (r *wireReader) beat() (b wireBeat, ok bool) {
 	if r.more() == false {
 		return b, false
 	}
-	b.cluster = r.bytes()
+	head := r.uvarint()
+	b.key = head >> 1
+	if b.key == 0 || b.key > maxWireKey {
+		r.fail()
+	}
+	if head&1 == 1 {
+		b.cluster = r.bytes()
+	}
 	b.term = r.uvarint()
 	b.leaderID = r.uvarint()
 	b.round = r.uvarint()
@@ -116,45 +147,74 @@ func (r *wireReader) ack() (a wireAck, ok bool) {
 	if r.more() == false {
 		return a, false
 	}
-	a.cluster = r.bytes()
+	a.key = r.key()
 	a.term = r.uvarint()
 	a.round = r.uvarint()
 	a.followerID = r.uvarint()
 	return a, r.malformed == false
 }
 
-// packBeats and packAcks build whole messages (tests, and the hub's
-// callers that have the records at hand).
-func packBeats(beats ...beatEntry) msgBeats {
+// nextKey reads the next key of a list of keys; ok is false when there is
+// none or it did not parse.
+func (r *wireReader) nextKey() (k uint64, ok bool) {
+	if r.more() == false {
+		return 0, false
+	}
+	k = r.key()
+	return k, r.malformed == false
+}
+
+// appendKeys packs a list of keys.
+func appendKeys(buf []byte, keys ...uint64) []byte {
+	for _, k := range keys {
+		buf = binary.AppendUvarint(buf, k)
+	}
+	return buf
+}
+
+// packBeats and packAcks build whole messages, and unpackBeats,
+// unpackAcks and unpackKeys read them back (tests, and describe in the
+// simulator); malformed is true when a record did not parse (the ones
+// before it are returned).
+func packBeats(beats ...wireBeat) msgBeats {
 	var buf []byte
 	for _, b := range beats {
-		buf = appendBeat(buf, b)
+		buf = appendBeat(buf, b.key, string(b.cluster), b.cluster != nil, b.term, b.leaderID, b.round)
 	}
 	return msgBeats{Beats: buf}
 }
 
-func packAcks(acks []beatAck, unserved []string) msgBeatAcks {
+func packAcks(acks []wireAck, unserved, unknown []uint64) msgBeatAcks {
 	var buf []byte
 	for _, a := range acks {
 		buf = appendAck(buf, a)
 	}
-	return msgBeatAcks{Acks: buf, Unserved: unserved}
+	return msgBeatAcks{Acks: buf, Unserved: appendKeys(nil, unserved...), Unknown: appendKeys(nil, unknown...)}
 }
 
-// unpackBeats and unpackAcks read whole messages back; malformed is true
-// when a record did not parse (the ones before it are returned).
-func unpackBeats(m msgBeats) (beats []beatEntry, malformed bool) {
+func unpackBeats(m msgBeats) (beats []wireBeat, malformed bool) {
 	r := wireReader{buf: m.Beats}
 	for b, ok := r.beat(); ok; b, ok = r.beat() {
-		beats = append(beats, beatEntry{ClusterID: string(b.cluster), Term: b.term, LeaderID: b.leaderID, Round: b.round})
+		if b.cluster != nil {
+			b.cluster = append([]byte{}, b.cluster...)
+		}
+		beats = append(beats, b)
 	}
 	return beats, r.malformed
 }
 
-func unpackAcks(m msgBeatAcks) (acks []beatAck, malformed bool) {
+func unpackAcks(m msgBeatAcks) (acks []wireAck, malformed bool) {
 	r := wireReader{buf: m.Acks}
 	for a, ok := r.ack(); ok; a, ok = r.ack() {
-		acks = append(acks, beatAck{ClusterID: string(a.cluster), Term: a.term, Round: a.round, FollowerID: a.followerID})
+		acks = append(acks, a)
 	}
 	return acks, r.malformed
+}
+
+func unpackKeys(buf []byte) (keys []uint64, malformed bool) {
+	r := wireReader{buf: buf}
+	for k, ok := r.nextKey(); ok; k, ok = r.nextKey() {
+		keys = append(keys, k)
+	}
+	return keys, r.malformed
 }

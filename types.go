@@ -134,40 +134,21 @@ func ErrorTypes() []error {
 // the second (hub.go). It is answered with msgBeatAcks, even when empty, so
 // the sender knows the hub is there.
 type msgBeats struct {
-	Beats []byte // beatEntry records, packed (hubwire.go)
-}
-
-// beatEntry is one election's round in msgBeats: msgHeartbeat's content.
-// It travels packed (hubwire.go), never as a registered type.
-// The leader is named by its process ID alone: a hub speaks only for its
-// own node's leaders, so the leader's node and creation are the sending
-// hub's (a PID would carry the node's name once per entry).
-type beatEntry struct {
-	ClusterID string
-	Term      uint64
-	LeaderID  uint64
-	Round     uint64
+	Beats []byte // the rounds, packed (hubwire.go): each msgHeartbeat's content
 }
 
 // msgBeatAcks answers msgBeats with the acknowledgements the receiving hub
 // was allowed to give for its node's followers.
 type msgBeatAcks struct {
-	Acks []byte // beatAck records, packed (hubwire.go)
-	// Unserved lists the ClusterIDs of beats that no actor on the
-	// receiving node has joined its hub for (it disabled coalescing, or has
-	// not joined yet): their leaders must send their own heartbeats there.
-	Unserved []string
-}
-
-// beatAck is one follower's acknowledgement in msgBeatAcks: msgHeartbeatAck's
-// content, with the follower named because the hub sends it, by its process
-// ID alone (its node and creation are the answering hub's). It travels
-// packed (hubwire.go), never as a registered type.
-type beatAck struct {
-	ClusterID  string
-	Term       uint64
-	Round      uint64
-	FollowerID uint64
+	Acks []byte // packed (hubwire.go): each msgHeartbeatAck's content and the follower
+	// Unserved lists the keys of rounds that no actor on the receiving
+	// node has joined its hub for (it disabled coalescing, or has not
+	// joined yet): their leaders must send their own heartbeats there.
+	Unserved []byte
+	// Unknown lists the keys of rounds that came without their ClusterID
+	// to a hub that does not know them (it restarted, or forgot an idle
+	// key): their next rounds must name their elections again.
+	Unknown []byte
 }
 
 // header is what every protocol message shares.
