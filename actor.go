@@ -438,12 +438,45 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 			a.state.drop("foreign_down")
 			return nil
 		}
+	case msgPreVote, msgVote:
+		a.noticeLeaderConnectionGone(now)
+		if a.state.receive(now, from, message) {
+			return nil
+		}
 	default:
 		if a.state.receive(now, from, message) {
 			return nil
 		}
 	}
 	return a.behavior.HandleMessage(from, message)
+}
+
+// noticeLeaderConnectionGone tells the state that the framework has no
+// connection to its leader's node any more, before a pre-vote or a vote
+// is weighed, when the down that the end of that connection brings has not
+// reached the actor yet.
+//
+// Why. When a node leading many elections dies, each survivor's framework
+// drops the connection at once and queues a down for every monitor of
+// every election (a thousand elections: a thousand downs, each through a
+// watcher to its actor). A survivor that is asked for its pre-vote before
+// its own down for that election came through still keeps its promise to
+// the dead leader and refuses; the candidate's round is lost, and the
+// failover waits for an election timeout. The connection's end is the very
+// event that down reports, and the framework shows it at once: reading it
+// here is seeing the same down earlier, never seeing one that will not
+// come. So it is handled exactly as that down (down, lostContact): a
+// connection this node reset itself is not an observed failure, and no
+// promise is released for it.
+func (a *Actor) noticeLeaderConnectionGone(now time.Time) {
+	leader := a.state.leader
+	if leader == (gen.PID{}) || leader.Node == a.Node().Name() || a.state.role != roleFollower {
+		return
+	}
+	if _, err := a.Node().Network().Node(leader.Node); err == nil {
+		return
+	}
+	a.state.down(now, leader, gen.ErrNoConnection)
 }
 
 // handleExit terminates on an exit signal unless exits are trapped, in which

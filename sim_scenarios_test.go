@@ -182,3 +182,41 @@ func TestSimulationGhostedNodeRejoinsWithoutDiscovery(t *testing.T) {
 		requireNoViolation(t, s)
 	}
 }
+
+// TestSimulationVoterSeesTheLeadersConnectionGoneBeforeItsDown: the leader's
+// node crashes, and one survivor's watcher is slow to pass the down on (a
+// node busy with the downs of a thousand elections). The other survivor,
+// which saw its down, pre-votes at once. The slow one, asked before its own
+// down came, sees that the framework has no connection to the leader's node
+// any more (Actor.noticeLeaderConnectionGone) and grants: the new leader is
+// elected within the fast-failover steps, not after an election timeout.
+func TestSimulationVoterSeesTheLeadersConnectionGoneBeforeItsDown(t *testing.T) {
+	for seed := uint64(1); seed <= 50; seed++ {
+		s := newSimTest(t, seed, lanNetwork())
+		c, _ := startSimCluster(s, 3, simOptions(), protocolSwitches{})
+		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
+			t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
+		}
+		old := c.leaders()[0]
+		survivors := c.others(old.PID().Node)
+		slices.Sort(survivors)
+		// the survivor ranked last is asked first, by the one ranked first
+		voter := c.actors[survivors[len(survivors)-1]]
+		watcher := voter.watcherOf(old.PID().Node)
+		if watcher == (gen.PID{}) {
+			t.Fatalf("seed %d: %s watches nothing on %s", seed, voter.PID().Node, old.PID().Node)
+		}
+		stall := c.cfg().electionTimeoutMax * 2
+		s.process(watcher).pause(stall)
+		start := s.now
+		c.crash(old.PID().Node)
+		bound := 10 * c.cfg().electionTimeoutMin / 30 // the fast-failover steps, and round trips
+		for s.now.Sub(start) < bound && len(c.leaders()) == 0 {
+			s.runFor(time.Millisecond)
+		}
+		requireNoViolation(t, s)
+		if len(c.leaders()) != 1 {
+			t.Fatalf("seed %d: no new leader %s after the crash while %s's watcher held its down\n%s", seed, bound, voter.PID().Node, s.report())
+		}
+	}
+}
