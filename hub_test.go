@@ -375,3 +375,21 @@ func TestHubWireReadsWhatParsesAndCountsTheRest(t *testing.T) {
 	assertAcks(t, p.sent[0], []wireAck{{key: 1, term: 4, round: 7, followerID: pid("a").ID}}, nil, nil)
 	assert.Equal(t, "1", h.inspect()["ergo:hub_malformed"])
 }
+
+// A slot keeps the recentStamps newest rounds, oldest first, and moves
+// them down in place once full rather than growing a new list every
+// recentStamps rounds.
+func TestAppendRecentKeepsTheNewestRounds(t *testing.T) {
+	var list []roundStamp
+	for r := uint64(1); r <= 3*recentStamps; r++ {
+		list = appendRecent(list, roundStamp{round: r, at: t0.Add(time.Duration(r) * time.Millisecond)})
+	}
+	require.Len(t, list, recentStamps)
+	for i, s := range list {
+		assert.Equal(t, uint64(2*recentStamps+1+i), s.round)
+	}
+	before := &list[0]
+	list = appendRecent(list, roundStamp{round: 3*recentStamps + 1})
+	assert.Same(t, before, &list[0], "no new list once full")
+	assert.Equal(t, uint64(3*recentStamps+1), list[recentStamps-1].round)
+}

@@ -98,8 +98,10 @@ func (r *wireReader) uvarint() uint64 {
 	return v
 }
 
-func (r *wireReader) key() uint64 {
-	k := r.uvarint()
+func (r *wireReader) key() uint64 { return r.checkKey(r.uvarint()) }
+
+// checkKey fails the reading on a key no hub gives.
+func (r *wireReader) checkKey(k uint64) uint64 {
 	if k == 0 || k > maxWireKey {
 		r.fail()
 	}
@@ -128,10 +130,7 @@ func (r *wireReader) beat() (b wireBeat, ok bool) {
 		return b, false
 	}
 	head := r.uvarint()
-	b.key = head >> 1
-	if b.key == 0 || b.key > maxWireKey {
-		r.fail()
-	}
+	b.key = r.checkKey(head >> 1)
 	if head&1 == 1 {
 		b.cluster = r.bytes()
 	}
