@@ -151,14 +151,17 @@ func (e *election) sendHeartbeats() {
 
 // choreInterval is how often an election whose heartbeats the hub carries
 // wakes for its chores (probes of declared peers that never answered,
-// silent connections, overdue monitors): twenty minimum election timeouts,
-// 3 s at the defaults. Nothing an election decides waits for a chore: a
-// node the hub stops reaching wakes its leaders at once (hubCarryLost),
-// and a follower whose leader falls silent is woken at its election
-// deadline. So the interval only bounds how late a connection that carries
-// nothing at all is found out, and every wake-up of a thousand idle
-// elections costs the node as much as all of their heartbeats.
-func (e *election) choreInterval() time.Duration { return 20 * e.cfg.electionTimeoutMin }
+// silent connections, overdue monitors): ten minimum election timeouts,
+// 1.5 s at the defaults.
+//
+// Not longer, although every wake-up of a thousand idle elections costs
+// the node as much as all of their heartbeats: at twenty, a leader cut off
+// from the majority by aborted connections (lab TestLabPartitionWalkthrough,
+// abort) kept leading until its last connection dropped, in about one run
+// of ten, instead of until its lease ran out. Why a chore matters there is
+// not understood yet; until it is, the interval stays where that test has
+// always passed.
+func (e *election) choreInterval() time.Duration { return 10 * e.cfg.electionTimeoutMin }
 
 // heartbeatNow makes a leader send its next round at once: the hub no
 // longer carries it to some node, or there is no hub any more.
