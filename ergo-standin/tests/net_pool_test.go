@@ -136,7 +136,9 @@ func TestPoolSizeOneHandshake(t *testing.T) {
 
 // With the default pool (3 links) the proxy carries the first link only:
 // the extra links and the re-dial of the first go to the acceptor
-// directly, and cutting the proxy loses nothing.
+// directly, and cutting the proxy loses nothing once they are in. (Cut
+// before the extra links joined, the proxy carries the only link, and the
+// connection may end: the test waits for the full pool on both ends.)
 func TestDefaultPoolSurvivesProxyCut(t *testing.T) {
 	a, b, p := proxied(t, nil)
 	outA, outB := make(chan any, 10), make(chan any, 10)
@@ -146,6 +148,8 @@ func TestDefaultPoolSurvivesProxyCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	recv(t, outB)
+	fullPool(t, a, b.Name())
+	fullPool(t, b, a.Name())
 	_, out := watch(t, b, pa)
 	p.cut()
 	select {
@@ -159,4 +163,18 @@ func TestDefaultPoolSurvivesProxyCut(t *testing.T) {
 	if v := recv(t, outA); v != (Pong{N: 2}) {
 		t.Fatalf("got %#v", v)
 	}
+}
+
+// fullPool waits until n's connection to peer has all the links its pool
+// was agreed to have.
+func fullPool(t testing.TB, n gen.Node, peer gen.Atom) {
+	t.Helper()
+	eventually(t, "a full pool from "+string(n.Name())+" to "+string(peer), func() bool {
+		remote, err := n.Network().Node(peer)
+		if err != nil {
+			return false
+		}
+		info := remote.Info()
+		return info.PoolSize > 1 && info.PoolLen == info.PoolSize
+	})
 }

@@ -24,11 +24,14 @@ func (r remoteNode) ConnectionUptime() int64 { return int64(time.Since(r.c.since
 
 func (r remoteNode) Version() gen.Version { return r.c.info.version }
 
-// Info describes the peer; the pool is always one link.
+// Info describes the peer. PoolSize is the size agreed in the handshake;
+// PoolLen the links the connection has now (the extra links join after
+// the first, so a new connection reports fewer until they are in); PoolDSN
+// the addresses the dialing side re-dials (empty on the accepting side).
 func (r remoteNode) Info() gen.RemoteNodeInfo {
-	poolLen := 0
-	if r.c.alive() {
-		poolLen = 1
+	poolSize, poolLen, poolDSN := r.c.poolInfo()
+	if !r.c.alive() {
+		poolLen = 0
 	}
 	return gen.RemoteNodeInfo{
 		Node:             r.c.peer,
@@ -38,9 +41,9 @@ func (r remoteNode) Info() gen.RemoteNodeInfo {
 		HandshakeVersion: HandshakeVersion,
 		ProtoVersion:     ProtoVersion,
 		NetworkFlags:     r.c.info.flags,
-		PoolSize:         1,
+		PoolSize:         poolSize,
 		PoolLen:          poolLen,
-		PoolDSN:          []string{r.c.nc.RemoteAddr().String()},
+		PoolDSN:          poolDSN,
 		MaxMessageSize:   r.c.info.maxMsg,
 		MessagesIn:       r.c.msgIn.Load(),
 		MessagesOut:      r.c.msgOut.Load(),
