@@ -31,7 +31,7 @@ func (a *Actor) stillConnected(m *member) bool {
 // exclusive, on the clock of time.Now (monotonic): no other node of the view
 // can lead before it, under the documented assumptions (clock rates within
 // 2.5% of real time; both ends of a lost connection notice it within
-// ElectionTimeoutMin/60). The leader renews it with every heartbeat round
+// ElectionTimeoutMin/30). The leader renews it with every heartbeat round
 // a quorum acknowledges; it is the zero time when this node does not lead.
 // A long step can compare time.Until(a.LeaseExpiry()) with its own
 // duration before it starts. A connection loss that leaves this node

@@ -120,7 +120,7 @@
 //     view act as leader at the same instant (the argument is in
 //     docs/safety.md; the assumptions are clock rates within 2.5% of real
 //     time and both ends of a dropped connection noticing it within
-//     ElectionTimeoutMin/60). A half-open link, where the leader's sends
+//     ElectionTimeoutMin/30). A half-open link, where the leader's sends
 //     still succeed but nothing comes back, does not keep it in office.
 //   - Fast failover and handover. A follower that receives a down for its
 //     leader's PID pre-votes after a few milliseconds instead of a full

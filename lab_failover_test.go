@@ -199,6 +199,13 @@ func TestLabLeaderKilled(t *testing.T) {
 		size, tm.min, tm.max, tm.hb, rounds, clSummary(elected), clSummary(agreed), fastPath, rounds, clSummary(died))
 
 	// a killed leader does no more work: nothing may overlap
+	labRequireNoOverlaps(t, c)
+}
+
+// labRequireNoOverlaps fails the test if two nodes recorded leader-only
+// work at overlapping times in the cluster's work log.
+func labRequireNoOverlaps(t *testing.T, c *lab.Cluster) {
+	t.Helper()
 	records, err := lab.ReadWorkLog(c.WorkLog())
 	if err != nil {
 		t.Fatal(err)

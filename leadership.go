@@ -201,9 +201,17 @@ func (e *election) leaderLost(pid gen.PID) {
 // election timeout. The step is ElectionTimeoutMin/30 (5 ms at the defaults,
 // at least 1 ms): several pre-vote and vote round trips on a local network,
 // so the next-ranked node sees the first one's vote request before its own
-// timer fires. Half a step of base delay lets every survivor process its own
-// down first (they arrive within a millisecond of each other), and a random
-// half step of jitter separates nodes whose views disagree on the ranking.
+// timer fires. A random half step of jitter separates nodes whose views
+// disagree on the ranking.
+//
+// Nobody pre-votes before a whole step has passed since its down. That is
+// the safety margin of a lost connection (assumption A2, docs/safety.md):
+// a leader cut off from the majority ends its lease when its own end of the
+// connections reports the loss, and the survivors must not be able to elect
+// anyone before. It also lets every survivor process its own down first.
+// It was half a step until the lab aborted both ends of every connection
+// at once and found the two runtimes of a loaded box noticing a few
+// milliseconds apart (TestLabPartitionWalkthrough/abort).
 func (e *election) fastFailoverDelay() time.Duration {
 	step := max(e.cfg.electionTimeoutMin/30, time.Millisecond)
 	rank := 0
@@ -212,7 +220,7 @@ func (e *election) fastFailoverDelay() time.Duration {
 			rank++
 		}
 	}
-	return step/2 + time.Duration(rank)*step + time.Duration(e.rng.Int64N(int64(step/2)+1))
+	return step + time.Duration(rank)*step + time.Duration(e.rng.Int64N(int64(step/2)+1))
 }
 
 // failingOverFast reports whether this follower saw its leader's down and

@@ -44,8 +44,8 @@ import (
 //     means the leader's process is gone. A lost connection is seen by both
 //     ends of it, and a leader that loses the connections to so many members
 //     that the ones it still reaches cannot form a quorum ends its lease at
-//     that moment (election.down). The survivors wait at least half a
-//     fast-failover step (ElectionTimeoutMin/60, 2.5 ms at the defaults)
+//     that moment (election.down). The survivors wait at least one
+//     fast-failover step (ElectionTimeoutMin/30, 5 ms at the defaults)
 //     before they even pre-vote, so this is safe when the two ends detect a
 //     connection loss within that skew of each other: the second assumption,
 //     next to the clock-rate bound. A black-holed link that neither end
