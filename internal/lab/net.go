@@ -227,10 +227,10 @@ func (nt *Net) cutPairs(mode CutMode, pairs [][2]int) {
 func (nt *Net) abortTogether(work map[int][]string) {
 	nt.t.Helper()
 	type waiting struct {
-		cmd   *exec.Cmd
-		release   io.WriteCloser
-		out   *bytes.Buffer
-		ready *bufio.Reader
+		cmd     *exec.Cmd
+		release io.WriteCloser
+		out     *bytes.Buffer
+		ready   *bufio.Reader
 	}
 	var shells []waiting
 	defer func() {
