@@ -22,7 +22,7 @@ func (c *simCluster) wakeups() map[gen.Atom]uint64 {
 
 // TestSimulationIdleElectionsDoNotWake: four elections on three nodes with
 // default timings, settled. Over fifteen seconds, no follower and no leader
-// wakes more than about once per chore interval (ten ElectionTimeoutMin),
+// wakes more than about once per chore interval (twenty ElectionTimeoutMin),
 // where without parking a follower wakes at every election timeout and a
 // leader at every lease check (several times a second). The elections keep
 // their leaders all along. One election with DisableCoalescing on the same
@@ -50,7 +50,7 @@ func TestSimulationIdleElectionsDoNotWake(t *testing.T) {
 			t.Fatalf("seed %d: leadership changed while idle: %v -> %v", seed, before, after)
 		}
 		cfg := f.clusters[0].cfg()
-		chores := int(window / (10 * cfg.electionTimeoutMin))
+		chores := int(window / (20 * cfg.electionTimeoutMin))
 		limit := uint64(chores + 3)
 		for i, c := range f.clusters {
 			for _, node := range names {
