@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -96,6 +97,15 @@ type slot struct {
 	stamps []roundStamp
 	// timers the actor parked with the hub (parking.go), by parkKinds
 	parked [len(parkKinds)]parkedTimer
+
+	// quietUntil (Unix nanoseconds of the hub's clock; 0: visit) lets the
+	// hub's tick pass a slot by without taking its lock: a follower whose
+	// parked timers are not due before then (hub.tick). The hub sets it
+	// after a visit that found nothing to do; the actor clears it whenever
+	// it shares or parks anything new (share, park), since only that can
+	// bring a due time earlier: what the hub records itself (beats) only
+	// moves them later.
+	quietUntil atomic.Int64
 }
 
 // followerLink is the hub's record of one follower node of a leader.
@@ -104,6 +114,7 @@ type followerLink struct {
 	pid      gen.PID
 	ack      uint64    // newest round of leadTerm it acknowledged through the hubs; 0: none
 	ackAt    time.Time // when that ack came
+	ackSent  time.Time // when the hub sent round ack (zero: no longer among the stamps)
 	carried  bool      // its node's hub gets the rounds
 	decided  bool      // carried was decided at a round
 	unserved time.Time // when its node's hub last said no actor there joined it for this election
@@ -215,12 +226,13 @@ func (s *slot) share(g grant) {
 		// a new term: rounds and acks of the old one mean nothing now
 		s.rounds, s.stamps = nil, nil
 		for i := range s.links {
-			s.links[i].ack, s.links[i].ackAt = 0, time.Time{}
+			s.links[i].ack, s.links[i].ackAt, s.links[i].ackSent = 0, time.Time{}, time.Time{}
 		}
 		s.leadTerm, s.round = g.leadTerm, 0
 		s.acksVersion++
 	}
 	s.lead, s.leading, s.inStep = g.lead, g.lead, false
+	s.quietUntil.Store(0)
 	s.followers = g.followers
 	s.relink()
 	s.round = max(s.round, g.round)

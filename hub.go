@@ -272,6 +272,9 @@ func (h *hub) openRounds(slots []*slot, ticking bool) {
 		if ticking == false && h.slots[s.actor] != s {
 			continue // it terminated since the tick
 		}
+		if ticking && now.UnixNano() < s.quietUntil.Load() {
+			continue // a follower with nothing due yet (slot.quietUntil)
+		}
 		s.mu.Lock()
 		if ticking {
 			due = s.dueParked(now, horizon, due)
@@ -279,6 +282,8 @@ func (h *hub) openRounds(slots []*slot, ticking bool) {
 		if s.lead == false {
 			if s.inStep && s.leading {
 				h.pending = append(h.pending, s)
+			} else if ticking {
+				s.quietUntil.Store(s.quietFor(horizon))
 			}
 			s.mu.Unlock()
 			continue
@@ -514,7 +519,7 @@ func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 		}
 		l.namedBy = from
 		if s.leadTerm == a.term && a.round <= s.round && a.round > l.ack {
-			l.ack, l.ackAt = a.round, now
+			l.ack, l.ackAt, l.ackSent = a.round, now, s.stampOf(a.round)
 			s.acksVersion++
 		}
 	})

@@ -393,3 +393,52 @@ func TestAppendRecentKeepsTheNewestRounds(t *testing.T) {
 	assert.Same(t, before, &list[0], "no new list once full")
 	assert.Equal(t, uint64(3*recentStamps+1), list[recentStamps-1].round)
 }
+
+// A follower's slot with nothing due is passed by at the hub's ticks
+// without taking its lock (slot.quietUntil) until its parked timer comes
+// within the horizon, and the timer still fires on time; whatever the
+// actor shares or parks makes the hub look again.
+func TestHubPassesQuietFollowersByUntilTheirTimerIsNear(t *testing.T) {
+	now := t0
+	follower := &slot{cluster: "c", actor: pid("a"), interval: 50 * time.Millisecond}
+	h, p := newTestHub(follower)
+	h.clock = func() time.Time { return now }
+	horizon := parkHorizon(50 * time.Millisecond)
+	due := t0.Add(time.Second)
+	_, parked := follower.park(timerElection, parkedTimer{generation: 1, at: due}, now, horizon)
+	require.True(t, parked)
+	wake := hubWake{Kind: timerElection, Generation: 1}
+
+	h.tick()
+	assert.Equal(t, due.Add(-horizon).UnixNano(), follower.quietUntil.Load(), "quiet until its timer is near")
+	now = due.Add(-horizon - time.Millisecond)
+	follower.mu.Lock() // a tick that takes the lock blocks until it is released
+	ticked := make(chan struct{})
+	go func() { h.tick(); close(ticked) }()
+	select {
+	case <-ticked:
+	case <-time.After(5 * time.Second):
+		follower.mu.Unlock()
+		<-ticked
+		t.Fatal("the tick took the lock of a slot with nothing due")
+	}
+	follower.mu.Unlock()
+	assert.NotContains(t, p.sent, wake)
+
+	now = due.Add(-horizon + time.Millisecond)
+	h.tick()
+	assert.Contains(t, p.sent, wake, "fired within the horizon of its due time")
+	assert.Equal(t, int64(math.MaxInt64), follower.quietUntil.Load(), "nothing left to fire")
+
+	follower.share(grant{lead: true, leadTerm: 3, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
+	assert.Zero(t, follower.quietUntil.Load(), "it leads now: the next tick opens its round")
+	p.sent = nil
+	h.tick()
+	var rounds int
+	for _, m := range p.sent {
+		if _, ok := m.(msgBeats); ok {
+			rounds++
+		}
+	}
+	assert.Equal(t, 1, rounds)
+}

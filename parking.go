@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"math"
 	"sort"
 	"time"
 
@@ -98,6 +99,7 @@ func (s *slot) park(kind timerKind, p parkedTimer, now time.Time, horizon time.D
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.quietUntil.Store(0)
 	old := s.parked[i]
 	p.active = true
 	p.sent = old.sent && old.generation == p.generation && old.at.Equal(p.at) && old.need == p.need && old.lease == p.lease && old.slack == p.slack
@@ -167,37 +169,61 @@ func (s *slot) dueParked(now time.Time, horizon time.Duration, wakes []parkedWak
 // follower nodes acknowledged, plus lease; zero when they do not. s.mu is
 // held. It counts only what the leader counts too (coalesce.go imports the
 // same rounds and acks), so it is never later than the leader's own.
+//
+// Each link keeps the send time of the round it acknowledged (ackSent, set
+// when the ack came), so this runs every tick for every leader without
+// looking rounds up.
 func (s *slot) hubLease(lease time.Duration, need int) time.Time {
 	if need <= 0 || len(s.links) < need {
 		return time.Time{}
 	}
-	// the need newest send times, newest first (every tick, for every
-	// leader: no allocation for the usual views)
+	// the need newest send times, newest first (no allocation for the
+	// usual views)
 	var buffer [8]time.Time
 	newest := buffer[:0]
 	for _, l := range s.links {
-		if l.ack == 0 {
+		if l.ack == 0 || l.ackSent.IsZero() {
 			continue
 		}
-		for _, r := range s.stamps {
-			if r.round != l.ack {
-				continue
-			}
-			at := sort.Search(len(newest), func(k int) bool { return newest[k].Before(r.at) })
-			if at < need {
-				if len(newest) < need {
-					newest = append(newest, time.Time{})
-				}
-				copy(newest[at+1:], newest[at:len(newest)-1])
-				newest[at] = r.at
-			}
-			break
+		at := sort.Search(len(newest), func(k int) bool { return newest[k].Before(l.ackSent) })
+		if at >= need {
+			continue
 		}
+		if len(newest) < need {
+			newest = append(newest, time.Time{})
+		}
+		copy(newest[at+1:], newest[at:len(newest)-1])
+		newest[at] = l.ackSent
 	}
 	if len(newest) < need {
 		return time.Time{}
 	}
 	return newest[need-1].Add(lease)
+}
+
+// stampOf returns when the hub sent round n of leadTerm, zero if it is no
+// longer among the stamps it keeps; s.mu is held.
+func (s *slot) stampOf(n uint64) time.Time {
+	for _, r := range s.stamps {
+		if r.round == n {
+			return r.at
+		}
+	}
+	return time.Time{}
+}
+
+// quietFor returns until when the hub's ticks have nothing to do for a
+// slot that neither leads nor is in the middle of a step as a leader: the
+// moment its earliest parked timer that has not fired comes within
+// horizon; the far future if it has none. s.mu is held.
+func (s *slot) quietFor(horizon time.Duration) int64 {
+	until := int64(math.MaxInt64)
+	for i := range s.parked {
+		if p := &s.parked[i]; p.active && p.sent == false {
+			until = min(until, s.dueAt(i).Add(-horizon).UnixNano())
+		}
+	}
+	return until
 }
 
 // parkedWake is a parked timer the hub is about to fire.
