@@ -167,6 +167,14 @@ func (c *conn) addLink(nc net.Conn, tail []byte, first bool) error {
 
 // relinked makes nc the socket l reads from; false if the connection was
 // terminated meanwhile.
+//
+// Only the reading side moves to the new socket: l's writer keeps the
+// socket the link started with, so what is sent over a re-dialed link is
+// written to the dead socket and dropped until the connection ends. That
+// is the framework's behaviour, reproduced on purpose: v3.2's re-dial sets
+// pool_item.connection and leaves pool_item.fl, the Flusher made over the
+// first socket, in place (net/proto/connection.go, Join). A library must
+// not count on a re-dialed link carrying its sends.
 func (c *conn) relinked(l *link, nc net.Conn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
