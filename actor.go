@@ -412,6 +412,14 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		}
 		a.dialed(m)
 		return nil
+	case sharedDialResult:
+		// another election's dialer dialed for this one (joinDial)
+		if from.Node != a.Node().Name() || a.dialing[m.Node] == false {
+			a.state.drop("foreign_dial_result")
+			return nil
+		}
+		a.dialed(dialResult(m))
+		return nil
 	case timerFired:
 		if from != a.PID() {
 			a.state.drop("foreign_timer")

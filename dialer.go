@@ -25,6 +25,9 @@ type dialRequest struct {
 	Node  gen.Atom
 	Reset bool
 	Pause time.Duration
+	// Share is how long a failed dial of Node by any election of this
+	// node answers for this one (connectionBoard.dial).
+	Share time.Duration
 }
 
 // redialPause is how long a node waits, after it reset a silent connection,
@@ -112,8 +115,14 @@ func (d *dialer) ProcessRun() error {
 			d.process.SendAfter(d.process.PID(), dialRequest{Node: request.Node}, wait)
 			return
 		}
-		_, err := d.process.Node().Network().GetNode(request.Node)
+		err, waiters := connectionResets.dial(d.process.Node(), request.Node, d.clock, request.Share, func() error {
+			_, err := d.process.Node().Network().GetNode(request.Node)
+			return err
+		})
 		d.process.Send(d.process.Parent(), dialResult{Node: request.Node, Err: err})
+		for _, pid := range waiters {
+			d.process.Send(pid, sharedDialResult{Node: request.Node, Err: err})
+		}
 	})
 }
 
@@ -186,9 +195,36 @@ func (a *Actor) sendConnected(node gen.Atom, to any, message any) error {
 	if node == "" || node == a.Node().Name() || a.connected(node) {
 		return a.Send(to, message)
 	}
+	if a.dialing[node] == false {
+		// After a node crash every election of this node wants to reach
+		// the dead node at once. Each dialing it from its own dialer
+		// (spawned for the purpose) costs a thousand processes, TCP
+		// connections and handshakes in the same few milliseconds, which
+		// delays the messages of the failover itself. So a dial another
+		// election of this node is making, or one that failed a moment
+		// ago, answers for this election too.
+		switch err, joined := connectionResets.joinDial(a.Node(), node, a.PID(), a.clock(), a.dialShare()); {
+		case err != nil:
+			a.state.dialed(a.clock(), node, err)
+			return errQueued
+		case joined:
+			if a.dialing == nil {
+				a.dialing = make(map[gen.Atom]bool)
+			}
+			a.dialing[node] = true
+			a.hold(node, to, message)
+			return errQueued
+		}
+	}
 	if a.dial(node) == false {
 		return a.Send(to, message) // no dialer: the old, blocking way
 	}
+	a.hold(node, to, message)
+	return errQueued
+}
+
+// hold keeps message for node until the dial under way reports.
+func (a *Actor) hold(node gen.Atom, to any, message any) {
 	held := append(a.held[node], heldMessage{to: to, message: message})
 	if len(held) > maxQueued {
 		held = held[len(held)-maxQueued:]
@@ -197,7 +233,13 @@ func (a *Actor) sendConnected(node gen.Atom, to any, message any) error {
 		a.held = make(map[gen.Atom][]heldMessage)
 	}
 	a.held[node] = held
-	return errQueued
+}
+
+// sharedDialResult reports to an election the outcome of a dial that
+// another election's dialer made for both (connectionBoard.joinDial).
+type sharedDialResult struct {
+	Node gen.Atom
+	Err  error
 }
 
 // heldMessage is a message waiting for its node's connection.
@@ -217,7 +259,18 @@ func (a *Actor) connected(node gen.Atom) bool {
 // reports false when no dialer can be started, in which case the caller
 // sends synchronously as before.
 func (a *Actor) dial(node gen.Atom) bool {
-	return a.askDialer(dialRequest{Node: node})
+	return a.askDialer(dialRequest{Node: node, Share: a.dialShare()})
+}
+
+// dialShare is how long a failed dial of a node answers for every election
+// of this node that wants to reach it: half an ElectionTimeoutMin. It is
+// shorter than the back-off of an election's own sends by name after a
+// failure (ElectionTimeoutMax), so one election alone dials exactly as
+// often as it would without the sharing; what it saves is the thousand
+// elections of a node that all lose the same peer together and would each
+// dial it within the same few milliseconds.
+func (a *Actor) dialShare() time.Duration {
+	return a.state.cfg.electionTimeoutMin / 2
 }
 
 // resetConnection has the dialer drop and re-dial the connection to a node
@@ -271,6 +324,9 @@ type connectionBoard struct {
 	// dialer of the node's elections reads it, not only the one whose
 	// election reset the connection
 	redialAt map[connectionKey]time.Time
+	// dials in progress, and the last failed dial per peer (dial)
+	dials    map[connectionKey]*sharedDial
+	failures map[connectionKey]dialFailure
 }
 
 // holdRedial records that node dials peer again no earlier than until.
@@ -297,6 +353,106 @@ func (b *connectionBoard) redialWait(node gen.Node, peer gen.Atom, now time.Time
 		return 0
 	}
 	return until.Sub(now)
+}
+
+// joinDial looks for a dial from node to peer that can answer for the
+// election waiter: one that failed within share before now (its error is
+// returned), or one in progress (joined: its dialer sends waiter a
+// sharedDialResult when it ends).
+func (b *connectionBoard) joinDial(node gen.Node, peer gen.Atom, waiter gen.PID, now time.Time, share time.Duration) (err error, joined bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	key := connectionKey{node: node, peer: peer}
+	if err := b.failedDialLocked(key, now, share); err != nil {
+		return err, false
+	}
+	if d, ok := b.dials[key]; ok {
+		d.waiters = append(d.waiters, waiter)
+		return nil, true
+	}
+	return nil, false
+}
+
+func (b *connectionBoard) failedDialLocked(key connectionKey, now time.Time, share time.Duration) error {
+	f, ok := b.failures[key]
+	if ok == false {
+		return nil
+	}
+	if age := now.Sub(f.at); age < 0 || age >= share {
+		if age >= maxDialShare {
+			delete(b.failures, key)
+		}
+		return nil
+	}
+	return f.err
+}
+
+// maxDialShare bounds how long a failed dial is kept on the board.
+const maxDialShare = time.Minute
+
+// dial runs connect, the dial of peer from node, unless another dialer of
+// node is dialing peer now, whose outcome it then waits for and returns,
+// or a dial of peer failed within share, whose error it returns. The
+// framework dials once per caller: a thousand dialers asking together
+// would make a thousand TCP connections and handshakes to a node that
+// just crashed. The elections that joined the dial it ran (joinDial) are
+// returned as waiters, for the caller to tell.
+func (b *connectionBoard) dial(node gen.Node, peer gen.Atom, clock func() time.Time, share time.Duration, connect func() error) (err error, waiters []gen.PID) {
+	key := connectionKey{node: node, peer: peer}
+	b.mu.Lock()
+	if err := b.failedDialLocked(key, clock(), share); err != nil {
+		b.mu.Unlock()
+		return err, nil
+	}
+	if d, ok := b.dials[key]; ok {
+		b.mu.Unlock()
+		<-d.done
+		return d.err, nil
+	}
+	d := &sharedDial{done: make(chan struct{})}
+	if b.dials == nil {
+		b.dials = make(map[connectionKey]*sharedDial)
+	}
+	b.dials[key] = d
+	b.mu.Unlock()
+
+	// ends the dial even if connect panics: nobody may wait on it forever
+	err = errDialAborted
+	defer func() {
+		b.mu.Lock()
+		delete(b.dials, key)
+		if b.failures == nil {
+			b.failures = make(map[connectionKey]dialFailure)
+		}
+		if err != nil {
+			b.failures[key] = dialFailure{at: clock(), err: err}
+		} else {
+			delete(b.failures, key)
+		}
+		d.err = err
+		waiters = d.waiters
+		b.mu.Unlock()
+		close(d.done)
+	}()
+	err = connect()
+	return err, nil
+}
+
+// errDialAborted is the outcome of a dial whose dialer failed in it.
+var errDialAborted = errors.New("leader: the dial was aborted")
+
+// sharedDial is a dial in progress that other dialers and elections wait
+// for.
+type sharedDial struct {
+	done    chan struct{}
+	err     error     // set before done is closed
+	waiters []gen.PID // elections to tell (joinDial)
+}
+
+// dialFailure is the last failed dial of a peer.
+type dialFailure struct {
+	at  time.Time
+	err error
 }
 
 type connectionKey struct {

@@ -1,0 +1,102 @@
+package leader
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// When a node crashes, every election of each surviving node wants to
+// reach it at once. One dial answers for all of them: the dialers that ask
+// while it runs wait for it, the elections that ask join it without a
+// dialer of their own, and a failure answers every asker for share.
+func TestDialOfAPeerIsSharedByEveryElectionOfTheNode(t *testing.T) {
+	var b connectionBoard
+	now := t0
+	clock := func() time.Time { return now }
+	share := 75 * time.Millisecond
+	refused := errors.New("connection refused")
+	var connects atomic.Int32
+	release := make(chan struct{})
+	connect := func() error {
+		connects.Add(1)
+		<-release
+		return refused
+	}
+
+	var wg sync.WaitGroup
+	var first, second error
+	var waiters []gen.PID
+	wg.Add(1)
+	go func() { defer wg.Done(); first, waiters = b.dial(nil, "x", clock, share, connect) }()
+	require.Eventually(t, func() bool { return connects.Load() == 1 }, 5*time.Second, time.Millisecond)
+
+	err, joined := b.joinDial(nil, "x", pid("e1"), now, share)
+	assert.NoError(t, err)
+	assert.True(t, joined, "an election joins the dial under way")
+	err, joined = b.joinDial(nil, "y", pid("e1"), now, share)
+	assert.False(t, joined, "another peer has no dial under way")
+	assert.NoError(t, err)
+
+	wg.Add(1)
+	go func() { defer wg.Done(); second, _ = b.dial(nil, "x", clock, share, connect) }()
+	close(release)
+	wg.Wait()
+	assert.Equal(t, int32(1), connects.Load(), "the second dialer waited for the first dial")
+	assert.ErrorIs(t, first, refused)
+	assert.ErrorIs(t, second, refused)
+	assert.Equal(t, []gen.PID{pid("e1")}, waiters, "the dialer that dialed tells the election that joined")
+
+	now = now.Add(share - time.Millisecond)
+	err, joined = b.joinDial(nil, "x", pid("e2"), now, share)
+	assert.ErrorIs(t, err, refused, "a failure a moment ago answers a new asker")
+	assert.False(t, joined)
+	err, _ = b.dial(nil, "x", clock, share, connect)
+	assert.ErrorIs(t, err, refused)
+	assert.Equal(t, int32(1), connects.Load(), "and no dialer dials within share")
+
+	now = now.Add(time.Millisecond)
+	err, _ = b.dial(nil, "x", clock, share, func() error { connects.Add(1); return nil })
+	assert.NoError(t, err)
+	assert.Equal(t, int32(2), connects.Load(), "after share, the peer is dialed again")
+	err, joined = b.joinDial(nil, "x", pid("e2"), now, share)
+	assert.NoError(t, err, "a dial that succeeded clears the failure")
+	assert.False(t, joined)
+}
+
+// A dial whose dialer fails in it (a panic in the framework's connect)
+// still ends: whoever waits for it gets an error, never a hang.
+func TestAFailedDialerReleasesWhoeverWaitsForItsDial(t *testing.T) {
+	var b connectionBoard
+	clock := func() time.Time { return t0 }
+	started, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer func() { _ = recover() }()
+		b.dial(nil, "x", clock, time.Second, func() error {
+			close(started)
+			<-release
+			panic("framework failure")
+		})
+	}()
+	<-started
+	done := make(chan error)
+	go func() { err, _ := b.dial(nil, "x", clock, time.Second, func() error { return nil }); done <- err }()
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.dials[connectionKey{peer: "x"}] != nil
+	}, 5*time.Second, time.Millisecond)
+	close(release)
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, errDialAborted)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting dialer hangs")
+	}
+}
