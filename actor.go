@@ -413,12 +413,13 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		a.dialed(m)
 		return nil
 	case sharedDialResult:
-		// another election's dialer dialed for this one (joinDial)
-		if from.Node != a.Node().Name() || a.dialing[m.Node] == false {
+		// another election's dialer connected to a node this one wanted
+		// to reach (joinDial): the back-off of that failed send is over
+		if from.Node != a.Node().Name() {
 			a.state.drop("foreign_dial_result")
 			return nil
 		}
-		a.dialed(dialResult(m))
+		a.state.sharedDialConnected(now, m.Node)
 		return nil
 	case timerFired:
 		if from != a.PID() {

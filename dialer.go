@@ -121,7 +121,7 @@ func (d *dialer) ProcessRun() error {
 		})
 		d.process.Send(d.process.Parent(), dialResult{Node: request.Node, Err: err})
 		for _, pid := range waiters {
-			d.process.Send(pid, sharedDialResult{Node: request.Node, Err: err})
+			d.process.Send(pid, sharedDialResult{Node: request.Node})
 		}
 	})
 }
@@ -208,12 +208,9 @@ func (a *Actor) sendConnected(node gen.Atom, to any, message any) error {
 			a.state.dialed(a.clock(), node, err)
 			return errQueued
 		case joined:
-			if a.dialing == nil {
-				a.dialing = make(map[gen.Atom]bool)
-			}
-			a.dialing[node] = true
-			a.hold(node, to, message)
-			return errQueued
+			// this send fails; the election hears of the dial only if it
+			// connects (sharedDialResult), and then probes at once
+			return errDialShared
 		}
 	}
 	if a.dial(node) == false {
@@ -235,12 +232,18 @@ func (a *Actor) hold(node gen.Atom, to any, message any) {
 	a.held[node] = held
 }
 
-// sharedDialResult reports to an election the outcome of a dial that
-// another election's dialer made for both (connectionBoard.joinDial).
-type sharedDialResult struct {
-	Node gen.Atom
-	Err  error
-}
+// sharedDialResult tells an election that a dial another election's
+// dialer made while this one wanted to reach Node connected
+// (connectionBoard.joinDial).
+type sharedDialResult struct{ Node gen.Atom }
+
+// errDialShared is the outcome of a send to a node that another election
+// of this node is dialing: the send is not made, and the election backs
+// its sends by name off as after a failure, unless the dial connects.
+// Nothing is held for the node: a thousand elections would otherwise each
+// be woken by the dial's failure, in the middle of the failover they are
+// in. The protocol repeats what matters.
+var errDialShared = errors.New("leader: not sent, another election of this node is dialing the peer")
 
 // heldMessage is a message waiting for its node's connection.
 type heldMessage struct {
@@ -357,8 +360,8 @@ func (b *connectionBoard) redialWait(node gen.Node, peer gen.Atom, now time.Time
 
 // joinDial looks for a dial from node to peer that can answer for the
 // election waiter: one that failed within share before now (its error is
-// returned), or one in progress (joined: its dialer sends waiter a
-// sharedDialResult when it ends).
+// returned), or one in progress (joined: if it connects, its dialer sends
+// waiter a sharedDialResult).
 func (b *connectionBoard) joinDial(node gen.Node, peer gen.Atom, waiter gen.PID, now time.Time, share time.Duration) (err error, joined bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -367,7 +370,10 @@ func (b *connectionBoard) joinDial(node gen.Node, peer gen.Atom, waiter gen.PID,
 		return err, false
 	}
 	if d, ok := b.dials[key]; ok {
-		d.waiters = append(d.waiters, waiter)
+		if d.waiters == nil {
+			d.waiters = make(map[gen.PID]struct{})
+		}
+		d.waiters[waiter] = struct{}{}
 		return nil, true
 	}
 	return nil, false
@@ -395,8 +401,8 @@ const maxDialShare = time.Minute
 // or a dial of peer failed within share, whose error it returns. The
 // framework dials once per caller: a thousand dialers asking together
 // would make a thousand TCP connections and handshakes to a node that
-// just crashed. The elections that joined the dial it ran (joinDial) are
-// returned as waiters, for the caller to tell.
+// just crashed. When the dial it ran connected, the elections that joined
+// it (joinDial) are returned as waiters, for the caller to tell.
 func (b *connectionBoard) dial(node gen.Node, peer gen.Atom, clock func() time.Time, share time.Duration, connect func() error) (err error, waiters []gen.PID) {
 	key := connectionKey{node: node, peer: peer}
 	b.mu.Lock()
@@ -430,7 +436,11 @@ func (b *connectionBoard) dial(node gen.Node, peer gen.Atom, clock func() time.T
 			delete(b.failures, key)
 		}
 		d.err = err
-		waiters = d.waiters
+		if err == nil {
+			for pid := range d.waiters {
+				waiters = append(waiters, pid)
+			}
+		}
 		b.mu.Unlock()
 		close(d.done)
 	}()
@@ -445,8 +455,8 @@ var errDialAborted = errors.New("leader: the dial was aborted")
 // for.
 type sharedDial struct {
 	done    chan struct{}
-	err     error     // set before done is closed
-	waiters []gen.PID // elections to tell (joinDial)
+	err     error                // set before done is closed
+	waiters map[gen.PID]struct{} // elections to tell if it connects (joinDial)
 }
 
 // dialFailure is the last failed dial of a peer.

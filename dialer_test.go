@@ -15,7 +15,8 @@ import (
 // When a node crashes, every election of each surviving node wants to
 // reach it at once. One dial answers for all of them: the dialers that ask
 // while it runs wait for it, the elections that ask join it without a
-// dialer of their own, and a failure answers every asker for share.
+// dialer of their own (and hear of it only if it connects), and a failure
+// answers every asker for share.
 func TestDialOfAPeerIsSharedByEveryElectionOfTheNode(t *testing.T) {
 	var b connectionBoard
 	now := t0
@@ -51,7 +52,7 @@ func TestDialOfAPeerIsSharedByEveryElectionOfTheNode(t *testing.T) {
 	assert.Equal(t, int32(1), connects.Load(), "the second dialer waited for the first dial")
 	assert.ErrorIs(t, first, refused)
 	assert.ErrorIs(t, second, refused)
-	assert.Equal(t, []gen.PID{pid("e1")}, waiters, "the dialer that dialed tells the election that joined")
+	assert.Empty(t, waiters, "a failed dial wakes nobody: the elections that joined it took it as failed")
 
 	now = now.Add(share - time.Millisecond)
 	err, joined = b.joinDial(nil, "x", pid("e2"), now, share)
@@ -62,9 +63,20 @@ func TestDialOfAPeerIsSharedByEveryElectionOfTheNode(t *testing.T) {
 	assert.Equal(t, int32(1), connects.Load(), "and no dialer dials within share")
 
 	now = now.Add(time.Millisecond)
-	err, _ = b.dial(nil, "x", clock, share, func() error { connects.Add(1); return nil })
+	joinedNow := make(chan struct{})
+	go func() {
+		for {
+			if _, joined := b.joinDial(nil, "x", pid("e3"), now, share); joined {
+				close(joinedNow)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	err, waiters = b.dial(nil, "x", clock, share, func() error { connects.Add(1); <-joinedNow; return nil })
 	assert.NoError(t, err)
 	assert.Equal(t, int32(2), connects.Load(), "after share, the peer is dialed again")
+	assert.Equal(t, []gen.PID{pid("e3")}, waiters, "a dial that connected tells the elections that joined it")
 	err, joined = b.joinDial(nil, "x", pid("e2"), now, share)
 	assert.NoError(t, err, "a dial that succeeded clears the failure")
 	assert.False(t, joined)
@@ -99,4 +111,23 @@ func TestAFailedDialerReleasesWhoeverWaitsForItsDial(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiting dialer hangs")
 	}
+}
+
+// An election whose send found another election of the node dialing the
+// peer backs off as after a failed send, and probes at once when that dial
+// connects.
+func TestASharedDialThatConnectsEndsTheBackOff(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c"})
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	h.e.takeEffects()
+	h.e.sendResult(node("b"), errDialShared)
+	m := h.e.members[node("b")]
+	require.True(t, h.now.Before(m.nameBackoffUntil), "backed off as after a failed send")
+	h.e.probe(m)
+	assert.Empty(t, sentTo[msgHello](h.e.takeEffects(), "b"), "no send by name during the back-off")
+
+	h.e.sharedDialConnected(h.now, node("b"))
+	assert.Zero(t, m.nameBackoffUntil, "the back-off is over")
+	assert.Len(t, sentTo[msgHello](h.e.takeEffects(), "b"), 1, "and the member is probed at once")
 }

@@ -453,6 +453,16 @@ func (e *election) dialed(now time.Time, node gen.Atom, err error) {
 	e.probe(m)
 }
 
+// sharedDialConnected handles another election's dial that connected to
+// node while this one's send there failed for it (errDialShared): the
+// back-off of that send is over, and the member is probed at once.
+func (e *election) sharedDialConnected(now time.Time, node gen.Atom) {
+	if m, ok := e.members[node]; ok {
+		m.nameFailures, m.nameBackoffUntil = 0, time.Time{}
+	}
+	e.dialed(now, node, nil)
+}
+
 // sendResult records what the framework said about a send to a member.
 func (e *election) sendResult(node gen.Atom, err error) {
 	m, ok := e.members[node]

@@ -60,6 +60,20 @@ type watchSuspect struct{ Node gen.Atom }
 // again.
 type nodeSettle struct{ Node gen.Atom }
 
+// nodeSettleCheck is the watcher's note to itself, sent when a
+// connection's end came while it still monitored a process of the node:
+// it is handled after the downs the framework queued before it (those come
+// in the System queue, the note in Main), and only if a monitor on the node
+// is left then does the watcher wait out nodeSettlePause. After a node
+// crash every monitor on it comes back as a down, and the thousand
+// watchers of a node's elections would otherwise each wake once more,
+// 50 ms into the failover, to find nothing.
+//
+// Nothing lost by the shortcut: no monitor of the node is made before
+// nodeSettlePause is over (watch), so a watcher that monitors nothing
+// there now monitors nothing there when the pause ends.
+type nodeSettleCheck struct{ Node gen.Atom }
+
 // nodeSettlePause is how long the watcher waits after a connection's end
 // for the downs of the same cleanup to arrive, and how long it leaves the
 // node to process that end before it asks it for a monitor again.
@@ -165,44 +179,57 @@ func (w *watcher) ProcessTerminate(reason error) {}
 // ProcessRun serves monitor requests and forwards downs. Any exit signal
 // (the actor it serves is gone) ends it.
 func (w *watcher) ProcessRun() error {
+	return serveHelper(w.process, w.handle)
+}
+
+// handle serves one message of the watcher's mailbox; system tells whether
+// it came in the System queue, where the framework puts its notifications.
+func (w *watcher) handle(m *gen.MailboxMessage, system bool) {
 	parent := w.process.Parent()
-	return serveHelper(w.process, func(m *gen.MailboxMessage, system bool) {
-		switch message := m.Message.(type) {
-		case watchRequest:
-			if m.From != parent {
-				return
-			}
-			w.watch(message.PID, 0)
-		case watchRetry:
-			if m.From != w.process.PID() {
-				return
-			}
-			w.watch(message.PID, message.Attempt)
-		case gen.MessageDownNode:
-			if system && m.From == w.process.Node().PID() {
-				delete(w.nodes, message.Name)
-				if w.settleUntil == nil {
-					w.settleUntil = make(map[gen.Atom]time.Time)
-				}
-				w.settleUntil[message.Name] = w.clock().Add(nodeSettlePause)
-				w.process.SendAfter(w.process.PID(), nodeSettle{Node: message.Name}, nodeSettlePause)
-			}
-		case nodeSettle:
-			if m.From == w.process.PID() && w.watchesOn(message.Node) {
-				w.process.Send(parent, watchSuspect{Node: message.Node})
-			}
-		case gen.MessageDownPID:
-			if deliveredByFramework(w.process, m, system, message) == false {
-				w.process.Send(parent, forgedDown{From: m.From})
-				return
-			}
-			delete(w.watching, message.PID)
-			if w.losses != nil && errors.Is(message.Reason, gen.ErrNoConnection) {
-				w.losses.mark(message.PID.Node, w.clock())
-			}
-			w.process.Send(parent, peerDown{PID: message.PID, Reason: message.Reason})
+	switch message := m.Message.(type) {
+	case watchRequest:
+		if m.From != parent {
+			return
 		}
-	})
+		w.watch(message.PID, 0)
+	case watchRetry:
+		if m.From != w.process.PID() {
+			return
+		}
+		w.watch(message.PID, message.Attempt)
+	case gen.MessageDownNode:
+		if system && m.From == w.process.Node().PID() {
+			delete(w.nodes, message.Name)
+			if w.settleUntil == nil {
+				w.settleUntil = make(map[gen.Atom]time.Time)
+			}
+			w.settleUntil[message.Name] = w.clock().Add(nodeSettlePause)
+			if w.watchesOn(message.Name) {
+				// the downs of the same cleanup may still be queued
+				// behind this one: look again once they are in
+				w.process.Send(w.process.PID(), nodeSettleCheck{Node: message.Name})
+			}
+		}
+	case nodeSettleCheck:
+		if m.From == w.process.PID() && w.watchesOn(message.Node) {
+			wait := max(w.settleUntil[message.Node].Sub(w.clock()), 0)
+			w.process.SendAfter(w.process.PID(), nodeSettle{Node: message.Node}, wait)
+		}
+	case nodeSettle:
+		if m.From == w.process.PID() && w.watchesOn(message.Node) {
+			w.process.Send(parent, watchSuspect{Node: message.Node})
+		}
+	case gen.MessageDownPID:
+		if deliveredByFramework(w.process, m, system, message) == false {
+			w.process.Send(parent, forgedDown{From: m.From})
+			return
+		}
+		delete(w.watching, message.PID)
+		if w.losses != nil && errors.Is(message.Reason, gen.ErrNoConnection) {
+			w.losses.mark(message.PID.Node, w.clock())
+		}
+		w.process.Send(parent, peerDown{PID: message.PID, Reason: message.Reason})
+	}
 }
 
 // watch monitors pid, unless this watcher already does; attempt counts the

@@ -103,3 +103,44 @@ func TestWatcherReportsAMonitorRefusedForGood(t *testing.T) {
 	w.watch(target, 0)
 	require.Equal(t, watchFailed{PID: target, Err: gen.ErrTimeout}, p.sent[1])
 }
+
+func (n scriptedNode) PID() gen.PID { return gen.PID{Node: "core@host", ID: 1} }
+
+// After a connection's end the watcher waits nodeSettlePause and then
+// reports the node if it still monitors a process there (a one-sided
+// monitor). When every monitor on the node came back as a down of the
+// same cleanup, as after a node crash, nothing is scheduled: the
+// watchers of a thousand elections would otherwise each wake once more in
+// the middle of the failover.
+func TestWatcherSettlesANodeOnlyIfAMonitorOutlivedItsConnection(t *testing.T) {
+	for _, outlived := range []bool{false, true} {
+		p := &scriptedProcess{self: pid("w"), parent: pid("a")}
+		w := &watcher{process: p, clock: func() time.Time { return t0 }}
+		gone, other := pid("b"), pid("b")
+		other.ID++
+		w.watch(gone, 0)
+		if outlived {
+			w.watch(other, 0)
+		}
+		p.sent, p.after = nil, nil
+		core := scriptedNode{}.PID()
+		fromCore := func(message any) *gen.MailboxMessage {
+			return &gen.MailboxMessage{From: core, Type: gen.MailboxMessageTypeRegular, Message: message}
+		}
+		w.handle(fromCore(gen.MessageDownNode{Name: gone.Node}), true)
+		require.Equal(t, []any{nodeSettleCheck{Node: gone.Node}}, p.sent, "the down came before the process's: look again after it")
+		w.handle(fromCore(gen.MessageDownPID{PID: gone, Reason: gen.ErrNoConnection}), true)
+		require.Equal(t, peerDown{PID: gone, Reason: gen.ErrNoConnection}, p.sent[1])
+		w.handle(&gen.MailboxMessage{From: p.self, Type: gen.MailboxMessageTypeRegular, Message: nodeSettleCheck{Node: gone.Node}}, false)
+		if outlived == false {
+			assert.Len(t, p.sent, 2, "nothing left on the node: nothing to settle")
+			assert.Empty(t, p.after)
+			continue
+		}
+		require.Len(t, p.sent, 3)
+		assert.Equal(t, nodeSettle{Node: gone.Node}, p.sent[2], "a monitor outlived the connection: settle")
+		assert.Equal(t, []time.Duration{nodeSettlePause}, p.after)
+		w.handle(&gen.MailboxMessage{From: p.self, Type: gen.MailboxMessageTypeRegular, Message: nodeSettle{Node: gone.Node}}, false)
+		assert.Equal(t, watchSuspect{Node: gone.Node}, p.sent[3], "and report the node to the actor")
+	}
+}
