@@ -341,14 +341,24 @@ func (a *Actor) syncTimers() {
 			}
 			continue
 		}
+		at := rec.at
 		if rec.parked {
 			if a.slot != nil {
 				a.slot.unpark(kind)
 			}
 			rec.parked = false
+			if kind == timerElection && a.state.electionDeadline.After(at) {
+				// The hub moved the deadline on while the timer was
+				// parked (its leader's rounds kept coming), and the state
+				// read that in at the start of this step: armed for the
+				// time it was parked with, the timer would fire at once
+				// only to be armed again. After a node crash that is a
+				// wasted wake-up for every election that lost its leader.
+				at = a.state.electionDeadline
+			}
 		}
 		if rec.cancel == nil {
-			a.schedule(kind, rec.at)
+			a.schedule(kind, at)
 		}
 	}
 }

@@ -139,3 +139,54 @@ func ledApartFrom(c *simCluster, node gen.Atom) bool {
 	}
 	return leader != (gen.PID{})
 }
+
+// TestSimulationALostLeaderWakesNoStaleTimer: when a node that leads some
+// of the elections crashes, each survivor of those elections wakes for its
+// fast failover and for nothing else until the new leader is in. Its
+// election timer was parked with the hub, which moved the deadline on with
+// every round it answered; taken back at the down, it must be armed for
+// that deadline, not for the time it was parked with, long past, which
+// fired it at once for nothing: one wasted wake-up per election, in the
+// middle of a failover storm.
+func TestSimulationALostLeaderWakesNoStaleTimer(t *testing.T) {
+	for _, seed := range scenarioSeeds(t, 5) {
+		s := newSimTest(t, seed, lanNetwork())
+		s.replay = t.Name()
+		f, _ := startSimFleet(s, 3, manyElections(simOptions(), 4), protocolSwitches{})
+		if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
+			t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
+		}
+		s.runFor(2 * time.Second) // long enough for every timer to be parked
+		victim, _ := f.busiest()
+		led := f.ledBy(victim)
+		wakes := func(b *simActor) uint64 { return b.state.timerWakeups + b.state.dropped["stale_timer"] }
+		before := make(map[*simActor]uint64)
+		for _, c := range led {
+			for name, b := range c.actors {
+				if name != victim {
+					before[b] = wakes(b)
+				}
+			}
+		}
+		s.note("NEMESIS crash %s, which leads %d elections", victim, len(led))
+		f.clusters[0].crash(victim)
+		cfg := f.clusters[0].cfg()
+		// shorter than a heartbeat interval: a new leader's first tick
+		// comes one interval after its win
+		window := cfg.heartbeatInterval * 3 / 4
+		s.runFor(window)
+		for b, n := range before {
+			if woke := wakes(b) - n; woke > 1 {
+				t.Fatalf("seed %d: a survivor of %q on %s woke %d times for its timers within %s of its leader's crash, want at most one (the fast failover)\n%s",
+					seed, b.state.cfg.clusterID, b.state.self.Node, woke, window, s.report())
+			}
+		}
+		s.runFor(cfg.electionTimeoutMin/2 - window)
+		for _, c := range led {
+			if ledApartFrom(c, victim) == false {
+				t.Fatalf("seed %d: election %q has no new leader %s after the crash\n%s", seed, c.options.ClusterID, cfg.electionTimeoutMin/2, s.report())
+			}
+		}
+		requireNoViolation(t, s)
+	}
+}
