@@ -161,9 +161,9 @@ func benchMode(coalesced bool) string {
 
 // manyHarness cold-starts benchClusters elections on three nodes and waits
 // until all are led and a moment more.
-func manyHarness(b *testing.B, coalesced bool) *harness {
+func manyHarness(b *testing.B, coalesced bool, external int) *harness {
 	b.Helper()
-	h := mustHarness(b, harnessSpec{nodes: coalesceNodes, groups: benchClusters, options: coalesceOptions(coalesced), deferSpawn: true})
+	h := mustHarness(b, harnessSpec{nodes: coalesceNodes, groups: benchClusters, options: coalesceOptions(coalesced), deferSpawn: true, external: external})
 	if _, _, err := h.spawnAll(); err != nil {
 		b.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func manyHarness(b *testing.B, coalesced bool) *harness {
 func BenchmarkManyClustersIdle(b *testing.B) {
 	for _, coalesced := range coalesceModes {
 		b.Run(benchMode(coalesced), func(b *testing.B) {
-			h := manyHarness(b, coalesced)
+			h := manyHarness(b, coalesced, 0)
 			runtime.GC()
 			s0 := h.snap("")
 			b.ResetTimer()
@@ -196,7 +196,8 @@ func BenchmarkManyClustersIdle(b *testing.B) {
 }
 
 // BenchmarkManyClustersCrash crashes one of three nodes under benchClusters
-// elections once per iteration (a fresh cold start each time, untimed) and
+// elections once per iteration (a fresh cold start each time, untimed; the
+// node runs in a process of its own, which is killed) and
 // reports the time until each election the node led is led again, pooled
 // over the iterations.
 func BenchmarkManyClustersCrash(b *testing.B) {
@@ -209,7 +210,7 @@ func BenchmarkManyClustersCrash(b *testing.B) {
 			var all []time.Duration
 			b.StopTimer()
 			for i := 0; i < b.N; i++ {
-				h := manyHarness(b, coalesced)
+				h := manyHarness(b, coalesced, i%coalesceNodes+1) // the victim in a process of its own
 				b.StartTimer()
 				k := h.crashMany(p, h.names[i%coalesceNodes], 30*time.Second)
 				b.StopTimer()

@@ -35,6 +35,11 @@ type harnessSpec struct {
 	deferSpawn bool
 	// history keeps every callback (off for the thousand-cluster run).
 	history bool
+	// external is 1 + the index of the node that runs in a process of its
+	// own (child.go), so that its crash is a killed process; 0 for none.
+	// Its callbacks are not recorded and it cannot be inspected: agreement
+	// and confirmation use the other nodes (local).
+	external int
 }
 
 // harness is a lab cluster of real nodes on loopback, every pair connected
@@ -47,6 +52,7 @@ type harness struct {
 	names  []gen.Atom
 	groups []group
 	logs   *logSink
+	child  *child // the node in a process of its own, if any
 }
 
 // runSeq tells apart the harnesses of one process; with the process id in
@@ -65,9 +71,7 @@ func newHarness(spec harnessSpec) (*harness, error) {
 		// letters, digits and '-' only: the lab uses the names as route patterns
 		h.names = append(h.names, gen.Atom(fmt.Sprintf("perf-%d-%d-%02d@localhost", os.Getpid(), run, i)))
 	}
-	for g := 0; g < spec.groups; g++ {
-		h.groups = append(h.groups, group{id: "perf-" + strconv.Itoa(g), name: gen.Atom("perf_member_" + strconv.Itoa(g))})
-	}
+	h.groups = groupsOf(spec.groups)
 	cl, meter, err := lab.NewMetered(h.names, lab.Options{
 		Cookie: perfCookie,
 		Node:   h.nodeOptions,
@@ -77,11 +81,36 @@ func newHarness(spec harnessSpec) (*harness, error) {
 		return nil, err
 	}
 	h.cl, h.meter = cl, meter
-	if err := cl.StartAll(); err != nil {
-		cl.Close()
-		return nil, err
+	for _, name := range h.local() {
+		if _, err := cl.Start(name); err != nil {
+			cl.Close()
+			return nil, err
+		}
+	}
+	if spec.external > 0 {
+		if h.child, err = h.startChild(h.names[spec.external-1]); err != nil {
+			cl.Close()
+			return nil, err
+		}
 	}
 	return h, nil
+}
+
+// groupsOf names n elections.
+func groupsOf(n int) []group {
+	var groups []group
+	for g := 0; g < n; g++ {
+		groups = append(groups, group{id: "perf-" + strconv.Itoa(g), name: gen.Atom("perf_member_" + strconv.Itoa(g))})
+	}
+	return groups
+}
+
+// local returns the names of the nodes that run in this process.
+func (h *harness) local() []gen.Atom {
+	if h.child == nil && h.spec.external == 0 {
+		return h.names
+	}
+	return others(h.names, h.names[h.spec.external-1])
 }
 
 func (h *harness) nodeOptions(name gen.Atom) gen.NodeOptions {
@@ -136,7 +165,17 @@ func (h *harness) spawnAll() (time.Time, time.Duration, error) {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(h.names))
 	gate := make(chan struct{})
-	for _, name := range h.names {
+	if h.child != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			if err := h.child.spawn(); err != nil {
+				errs <- fmt.Errorf("spawn on %s: %w", h.child.name, err)
+			}
+		}()
+	}
+	for _, name := range h.local() {
 		node := h.cl.Node(name)
 		wg.Add(1)
 		go func() {
@@ -166,7 +205,12 @@ func collect(errs chan error) []error {
 	return list
 }
 
-func (h *harness) close() { h.cl.Close() }
+func (h *harness) close() {
+	if h.child != nil {
+		h.child.kill()
+	}
+	h.cl.Close()
+}
 
 // others returns names without the excluded ones.
 func others(names []gen.Atom, excluded ...gen.Atom) []gen.Atom {

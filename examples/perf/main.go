@@ -3,7 +3,10 @@
 //
 // Every node runs in this process on the framework's runtime, and every
 // pair of nodes talks over real TCP on loopback through a proxy that counts
-// the bytes (examples/internal/lab). It measures crash failover, graceful
+// the bytes (examples/internal/lab). The one exception is the node that
+// section 6b crashes under a thousand elections: it runs in a process of
+// its own (this program again), so that its crash is a killed process that
+// takes no CPU from the survivors. It measures crash failover, graceful
 // handover, cold start, partition heal, steady-state cost, scale,
 // coalesced liveness against per-election heartbeats (section 6b, -only
 // coalesce) and stability under CPU load, prints the tables, and with -out

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -98,13 +99,19 @@ type agreement struct {
 }
 
 // agreed reports the agreement of the members of cluster on nodes, if
-// there is one. A member that is campaigning reports nothing through the
+// there is one: one of them leads and the others follow it at its term,
+// or, when none of them leads, all follow one leader of another node at
+// one term (a node in a process of its own, whose callbacks are not
+// recorded). A member that is campaigning reports nothing through the
 // callbacks, so the caller confirms a candidate agreement with Inspect.
 func (r *recorder) agreed(cluster string, nodes []gen.Atom) (agreement, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var a agreement
 	found := false
+	if len(nodes) == 0 {
+		return a, false
+	}
 	for _, node := range nodes {
 		e, ok := r.latest[memberKey{cluster, node}]
 		if ok == false {
@@ -118,7 +125,13 @@ func (r *recorder) agreed(cluster string, nodes []gen.Atom) (agreement, bool) {
 		}
 	}
 	if found == false {
-		return a, false
+		// none of nodes leads: they agree if all follow one leader of
+		// another node (one that runs in a process of its own, say)
+		e := r.latest[memberKey{cluster, nodes[0]}]
+		if e.kind != evFollowing || e.leader == (gen.PID{}) || slices.Contains(nodes, e.leader.Node) {
+			return a, false
+		}
+		a.leader, a.term = e.leader, e.term
 	}
 	for _, node := range nodes {
 		e := r.latest[memberKey{cluster, node}]

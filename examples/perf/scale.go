@@ -154,8 +154,8 @@ func (h *harness) waitAllLed(within time.Duration) (time.Time, error) {
 	var last time.Time
 	for len(pending) > 0 {
 		for id, g := range pending {
-			a, ok := h.rec.agreed(g.id, h.names)
-			if ok && h.confirm(g, h.names, a) {
+			a, ok := h.rec.agreed(g.id, h.local())
+			if ok && h.confirm(g, h.local(), a) {
 				delete(pending, id)
 				if a.at.After(last) {
 					last = a.at

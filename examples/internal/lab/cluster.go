@@ -119,12 +119,7 @@ func (c *Cluster) Start(name gen.Atom) (gen.Node, error) {
 		if c.opts.Node != nil {
 			options = c.opts.Node(name)
 		}
-		// An acceptor authenticates with the node's cookie, so every node
-		// has the cluster's. A matching static route is final: a node
-		// whose proxy is cut is not dialled through the registrar instead.
-		options.Network.Cookie = c.opts.Cookie
-		options.Network.Acceptors = []gen.AcceptorOptions{{Host: "127.0.0.1", Port: port, PortRange: 1}}
-		if node, err = ergo.StartNode(name, options); err == nil {
+		if node, err = StartRouted(name, options, c.opts.Cookie, port, c.ProxyPorts(name), c.opts.Setup); err == nil {
 			c.mu.Lock()
 			c.addrs[name] = fmt.Sprintf("127.0.0.1:%d", port)
 			c.mu.Unlock()
@@ -135,28 +130,6 @@ func (c *Cluster) Start(name gen.Atom) (gen.Node, error) {
 		return nil, fmt.Errorf("lab: start %s: %w", name, err)
 	}
 
-	node.Network().RegisterHandshake(viaProxy)
-	for _, peer := range c.names {
-		if peer == name {
-			continue
-		}
-		route := gen.NetworkRoute{Route: gen.Route{
-			Host:             "127.0.0.1",
-			Port:             c.links[[2]gen.Atom{name, peer}].port(),
-			HandshakeVersion: viaProxy.Version(), // every link of the pool through the proxy
-		}}
-		if err := node.Network().AddRoute(string(peer), route, 100); err != nil {
-			node.StopForce()
-			return nil, fmt.Errorf("lab: route %s -> %s: %w", name, peer, err)
-		}
-	}
-	if c.opts.Setup != nil {
-		if err := c.opts.Setup(node); err != nil {
-			node.StopForce()
-			return nil, fmt.Errorf("lab: set up %s: %w", name, err)
-		}
-	}
-
 	c.mu.Lock()
 	c.nodes[name] = node
 	c.ready[name] = true
@@ -165,7 +138,73 @@ func (c *Cluster) Start(name gen.Atom) (gen.Node, error) {
 	return node, nil
 }
 
-// Kill stops a node abruptly (StopForce): no handover, connections drop.
+// StartRouted starts a node that listens on port of 127.0.0.1 and reaches
+// each peer through the proxy port routes gives for it (all the TCP links
+// of a connection, see proxied), then runs setup. Start uses it for the
+// nodes of this process; a node that runs in another OS process (Adopt)
+// starts with it there, given its ProxyPorts.
+func StartRouted(name gen.Atom, options gen.NodeOptions, cookie string, port uint16, routes map[gen.Atom]uint16, setup func(gen.Node) error) (gen.Node, error) {
+	// An acceptor authenticates with the node's cookie, so every node has
+	// the cluster's. A matching static route is final: a node whose proxy
+	// is cut is not dialled through the registrar instead.
+	options.Network.Cookie = cookie
+	options.Network.Acceptors = []gen.AcceptorOptions{{Host: "127.0.0.1", Port: port, PortRange: 1}}
+	node, err := ergo.StartNode(name, options)
+	if err != nil {
+		return nil, err
+	}
+	node.Network().RegisterHandshake(viaProxy)
+	for peer, proxy := range routes {
+		route := gen.NetworkRoute{Route: gen.Route{
+			Host:             "127.0.0.1",
+			Port:             proxy,
+			HandshakeVersion: viaProxy.Version(), // every link of the pool through the proxy
+		}}
+		if err := node.Network().AddRoute(string(peer), route, 100); err != nil {
+			node.StopForce()
+			return nil, fmt.Errorf("lab: route %s -> %s: %w", name, peer, err)
+		}
+	}
+	if setup != nil {
+		if err := setup(node); err != nil {
+			node.StopForce()
+			return nil, fmt.Errorf("lab: set up %s: %w", name, err)
+		}
+	}
+	return node, nil
+}
+
+// ProxyPorts gives, for each peer of name, the port of the proxy name
+// reaches it through.
+func (c *Cluster) ProxyPorts(name gen.Atom) map[gen.Atom]uint16 {
+	ports := make(map[gen.Atom]uint16)
+	for _, peer := range c.names {
+		if peer != name {
+			ports[peer] = c.links[[2]gen.Atom{name, peer}].port()
+		}
+	}
+	return ports
+}
+
+// FreePort returns a loopback port that was free a moment ago, for a node
+// of another process to listen on (Adopt).
+func FreePort() (uint16, error) { return freePort() }
+
+// Adopt makes name a node that runs in another OS process, started there
+// with StartRouted and this cluster's ProxyPorts(name), and listening at
+// addr: the proxies towards it open, and it counts as running. The lab
+// cannot stop it: its crash is the caller's kill of that process, after
+// which Kill(name) closes the proxies towards it. Node(name) stays nil.
+func (c *Cluster) Adopt(name gen.Atom, addr string) {
+	c.mu.Lock()
+	c.addrs[name] = addr
+	c.ready[name] = true
+	c.mu.Unlock()
+	c.refresh()
+}
+
+// Kill stops a node abruptly (StopForce): no handover, connections drop. A
+// node of another process (Adopt) is only marked gone.
 func (c *Cluster) Kill(name gen.Atom) {
 	if node := c.Node(name); node != nil {
 		node.StopForce()
