@@ -329,8 +329,9 @@ func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 // lostContact handles the end of contact with member m's process pid: for
 // ErrNoConnection the member stays, unreachable under GhostTTL, and is
 // probed at once; any other reason removes it. Only an observed failure of
-// the leader (a down the framework delivered, which the leader's end sees
-// too) starts a fast failover.
+// the leader (a down the framework delivered, or the end of the connection
+// to the leader's node that the framework reported to the watcher, which
+// the leader's end sees too) starts a fast failover.
 func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bool) {
 	wasLeader := pid == e.leader
 	if errors.Is(reason, gen.ErrNoConnection) {
