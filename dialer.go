@@ -115,7 +115,7 @@ func (d *dialer) ProcessRun() error {
 			d.process.SendAfter(d.process.PID(), dialRequest{Node: request.Node}, wait)
 			return
 		}
-		err, waiters := connectionResets.dial(d.process.Node(), request.Node, d.clock, request.Share, func() error {
+		waiters, err := connectionResets.dial(d.process.Node(), request.Node, d.clock, request.Share, func() error {
 			_, err := d.process.Node().Network().GetNode(request.Node)
 			return err
 		})
@@ -203,7 +203,7 @@ func (a *Actor) sendConnected(node gen.Atom, to any, message any) error {
 		// delays the messages of the failover itself. So a dial another
 		// election of this node is making, or one that failed a moment
 		// ago, answers for this election too.
-		switch err, joined := connectionResets.joinDial(a.Node(), node, a.PID(), a.clock(), a.dialShare()); {
+		switch joined, err := connectionResets.joinDial(a.Node(), node, a.PID(), a.clock(), a.dialShare()); {
 		case err != nil:
 			a.state.dialed(a.clock(), node, err)
 			return errQueued
@@ -362,21 +362,21 @@ func (b *connectionBoard) redialWait(node gen.Node, peer gen.Atom, now time.Time
 // election waiter: one that failed within share before now (its error is
 // returned), or one in progress (joined: if it connects, its dialer sends
 // waiter a sharedDialResult).
-func (b *connectionBoard) joinDial(node gen.Node, peer gen.Atom, waiter gen.PID, now time.Time, share time.Duration) (err error, joined bool) {
+func (b *connectionBoard) joinDial(node gen.Node, peer gen.Atom, waiter gen.PID, now time.Time, share time.Duration) (joined bool, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	key := connectionKey{node: node, peer: peer}
 	if err := b.failedDialLocked(key, now, share); err != nil {
-		return err, false
+		return false, err
 	}
 	if d, ok := b.dials[key]; ok {
 		if d.waiters == nil {
 			d.waiters = make(map[gen.PID]struct{})
 		}
 		d.waiters[waiter] = struct{}{}
-		return nil, true
+		return true, nil
 	}
-	return nil, false
+	return false, nil
 }
 
 func (b *connectionBoard) failedDialLocked(key connectionKey, now time.Time, share time.Duration) error {
@@ -403,17 +403,17 @@ const maxDialShare = time.Minute
 // would make a thousand TCP connections and handshakes to a node that
 // just crashed. When the dial it ran connected, the elections that joined
 // it (joinDial) are returned as waiters, for the caller to tell.
-func (b *connectionBoard) dial(node gen.Node, peer gen.Atom, clock func() time.Time, share time.Duration, connect func() error) (err error, waiters []gen.PID) {
+func (b *connectionBoard) dial(node gen.Node, peer gen.Atom, clock func() time.Time, share time.Duration, connect func() error) (waiters []gen.PID, err error) {
 	key := connectionKey{node: node, peer: peer}
 	b.mu.Lock()
 	if err := b.failedDialLocked(key, clock(), share); err != nil {
 		b.mu.Unlock()
-		return err, nil
+		return nil, err
 	}
 	if d, ok := b.dials[key]; ok {
 		b.mu.Unlock()
 		<-d.done
-		return d.err, nil
+		return nil, d.err
 	}
 	d := &sharedDial{done: make(chan struct{})}
 	if b.dials == nil {
@@ -445,7 +445,7 @@ func (b *connectionBoard) dial(node gen.Node, peer gen.Atom, clock func() time.T
 		close(d.done)
 	}()
 	err = connect()
-	return err, nil
+	return nil, err
 }
 
 // errDialAborted is the outcome of a dial whose dialer failed in it.

@@ -35,18 +35,18 @@ func TestDialOfAPeerIsSharedByEveryElectionOfTheNode(t *testing.T) {
 	var first, second error
 	var waiters []gen.PID
 	wg.Add(1)
-	go func() { defer wg.Done(); first, waiters = b.dial(nil, "x", clock, share, connect) }()
+	go func() { defer wg.Done(); waiters, first = b.dial(nil, "x", clock, share, connect) }()
 	require.Eventually(t, func() bool { return connects.Load() == 1 }, 5*time.Second, time.Millisecond)
 
-	err, joined := b.joinDial(nil, "x", pid("e1"), now, share)
+	joined, err := b.joinDial(nil, "x", pid("e1"), now, share)
 	assert.NoError(t, err)
 	assert.True(t, joined, "an election joins the dial under way")
-	err, joined = b.joinDial(nil, "y", pid("e1"), now, share)
+	joined, err = b.joinDial(nil, "y", pid("e1"), now, share)
 	assert.False(t, joined, "another peer has no dial under way")
 	assert.NoError(t, err)
 
 	wg.Add(1)
-	go func() { defer wg.Done(); second, _ = b.dial(nil, "x", clock, share, connect) }()
+	go func() { defer wg.Done(); _, second = b.dial(nil, "x", clock, share, connect) }()
 	close(release)
 	wg.Wait()
 	assert.Equal(t, int32(1), connects.Load(), "the second dialer waited for the first dial")
@@ -55,10 +55,10 @@ func TestDialOfAPeerIsSharedByEveryElectionOfTheNode(t *testing.T) {
 	assert.Empty(t, waiters, "a failed dial wakes nobody: the elections that joined it took it as failed")
 
 	now = now.Add(share - time.Millisecond)
-	err, joined = b.joinDial(nil, "x", pid("e2"), now, share)
+	joined, err = b.joinDial(nil, "x", pid("e2"), now, share)
 	assert.ErrorIs(t, err, refused, "a failure a moment ago answers a new asker")
 	assert.False(t, joined)
-	err, _ = b.dial(nil, "x", clock, share, connect)
+	_, err = b.dial(nil, "x", clock, share, connect)
 	assert.ErrorIs(t, err, refused)
 	assert.Equal(t, int32(1), connects.Load(), "and no dialer dials within share")
 
@@ -66,18 +66,18 @@ func TestDialOfAPeerIsSharedByEveryElectionOfTheNode(t *testing.T) {
 	joinedNow := make(chan struct{})
 	go func() {
 		for {
-			if _, joined := b.joinDial(nil, "x", pid("e3"), now, share); joined {
+			if joined, _ := b.joinDial(nil, "x", pid("e3"), now, share); joined {
 				close(joinedNow)
 				return
 			}
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	err, waiters = b.dial(nil, "x", clock, share, func() error { connects.Add(1); <-joinedNow; return nil })
+	waiters, err = b.dial(nil, "x", clock, share, func() error { connects.Add(1); <-joinedNow; return nil })
 	assert.NoError(t, err)
 	assert.Equal(t, int32(2), connects.Load(), "after share, the peer is dialed again")
 	assert.Equal(t, []gen.PID{pid("e3")}, waiters, "a dial that connected tells the elections that joined it")
-	err, joined = b.joinDial(nil, "x", pid("e2"), now, share)
+	joined, err = b.joinDial(nil, "x", pid("e2"), now, share)
 	assert.NoError(t, err, "a dial that succeeded clears the failure")
 	assert.False(t, joined)
 }
@@ -98,7 +98,7 @@ func TestAFailedDialerReleasesWhoeverWaitsForItsDial(t *testing.T) {
 	}()
 	<-started
 	done := make(chan error)
-	go func() { err, _ := b.dial(nil, "x", clock, time.Second, func() error { return nil }); done <- err }()
+	go func() { _, err := b.dial(nil, "x", clock, time.Second, func() error { return nil }); done <- err }()
 	require.Eventually(t, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
