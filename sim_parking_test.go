@@ -80,15 +80,7 @@ func TestSimulationIdleElectionsDoNotWake(t *testing.T) {
 // a follower whose leader goes silent campaigns, as without parking.
 func TestSimulationParkedTimersStillFire(t *testing.T) {
 	for _, seed := range scenarioSeeds(t, 10) {
-		s := newSimTest(t, seed, lanNetwork())
-		s.replay = t.Name()
-		f, names := startSimFleet(s, 3, manyElections(simOptions(), 3), protocolSwitches{})
-		if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
-			t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
-		}
-		s.runFor(2 * time.Second) // long enough for every timer to be parked
-		victim, _ := f.busiest()
-		led := f.ledBy(victim)
+		s, f, names, victim, led := parkedFleet(t, seed, 3)
 		if len(led) == 0 {
 			t.Fatalf("seed %d: %s leads nothing", seed, victim)
 		}
@@ -150,15 +142,7 @@ func ledApartFrom(c *simCluster, node gen.Atom) bool {
 // middle of a failover storm.
 func TestSimulationALostLeaderWakesNoStaleTimer(t *testing.T) {
 	for _, seed := range scenarioSeeds(t, 5) {
-		s := newSimTest(t, seed, lanNetwork())
-		s.replay = t.Name()
-		f, _ := startSimFleet(s, 3, manyElections(simOptions(), 4), protocolSwitches{})
-		if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
-			t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
-		}
-		s.runFor(2 * time.Second) // long enough for every timer to be parked
-		victim, _ := f.busiest()
-		led := f.ledBy(victim)
+		s, f, _, victim, led := parkedFleet(t, seed, 4)
 		wakes := func(b *simActor) uint64 { return b.state.timerWakeups + b.state.dropped["stale_timer"] }
 		before := make(map[*simActor]uint64)
 		for _, c := range led {
@@ -189,4 +173,20 @@ func TestSimulationALostLeaderWakesNoStaleTimer(t *testing.T) {
 		}
 		requireNoViolation(t, s)
 	}
+}
+
+// parkedFleet starts k elections on three nodes with default timings, waits
+// until they converge and every timer is parked, and returns the node that
+// leads the most of them with the elections it leads.
+func parkedFleet(t *testing.T, seed uint64, k int) (*simulator, *simFleet, []gen.Atom, gen.Atom, []*simCluster) {
+	t.Helper()
+	s := newSimTest(t, seed, lanNetwork())
+	s.replay = t.Name()
+	f, names := startSimFleet(s, 3, manyElections(simOptions(), k), protocolSwitches{})
+	if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
+		t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
+	}
+	s.runFor(2 * time.Second) // long enough for every timer to be parked
+	victim, _ := f.busiest()
+	return s, f, names, victim, f.ledBy(victim)
 }
