@@ -70,6 +70,8 @@ type ActorBehavior interface {
 	//     down
 	//   - ergo:fast_failovers_deferred: fast failovers this node gave up for
 	//     a survivor ranked before it
+	//   - ergo:campaigns_queued: election timeouts that waited for a turn to
+	//     campaign (the elections of a node campaign a few dozen at a time)
 	//   - ergo:liveness_hub: the node's liveness hub this election's heartbeats go
 	//     through, "none" when it sends its own
 	//   - ergo:liveness_carried: as leader, the nodes the hub carries its
@@ -233,6 +235,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.noCoalescing = options.DisableCoalescing
 	a.state = newElection(cfg, a.PID(), a.Name(), a.rng, a.Log())
 	a.state.switches = a.switches
+	a.state.turns = turnsOf(a.Node(), a.switches)
 	a.state.start(a.clock())
 	for _, peer := range a.pendingJoins {
 		a.state.join(peer)
@@ -412,6 +415,15 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		}
 		a.dialed(m)
 		return nil
+	case campaignTurn:
+		// another election of this node gave this one its turn to
+		// campaign (admission.go)
+		if from.Node != a.Node().Name() {
+			a.state.drop("foreign_campaign_turn")
+			return nil
+		}
+		a.state.turnCame(now)
+		return nil
 	case sharedDialResult:
 		// another election's dialer connected to a node this one wanted
 		// to reach (joinDial): the back-off of that failed send is over
@@ -545,6 +557,9 @@ func (a *Actor) ProcessTerminate(reason error) {
 	for kind := range a.timers {
 		a.disarm(timerKind(kind))
 	}
+	if a.state != nil {
+		a.tellTurns(a.state.leaveGate(a.clock()))
+	}
 	a.behavior.Terminate(reason)
 }
 
@@ -563,6 +578,7 @@ func (a *Actor) flush() error {
 		if err := a.report(); err != nil {
 			return err
 		}
+		a.state.endTurn()
 		out := a.state.takeEffects()
 		if out.empty() && a.state.confirming == false && a.state.public() == a.reported {
 			a.updateKind()
@@ -598,6 +614,7 @@ func (a *Actor) perform(out effects) {
 	for _, node := range out.sampleInbound {
 		a.sampleInbound(node)
 	}
+	a.tellTurns(out.turnWakes)
 	for _, node := range out.reset {
 		a.resetConnection(node)
 	}
@@ -610,6 +627,21 @@ func (a *Actor) perform(out effects) {
 	}
 	if lost {
 		a.perform(a.state.takeEffects())
+	}
+}
+
+// tellTurns tells the elections of this node that they have a turn to
+// campaign (admission.go).
+func (a *Actor) tellTurns(pids []gen.PID) {
+	for _, pid := range pids {
+		if pid == a.PID() {
+			a.state.turnCame(a.clock()) // its own reservation: taken at once
+			continue
+		}
+		if err := a.Send(pid, campaignTurn{}); err != nil {
+			// gone: its turn expires (turnHold)
+			a.state.drop("campaign_turn_not_sent")
+		}
 	}
 }
 

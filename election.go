@@ -106,6 +106,7 @@ type protocolSwitches struct {
 	noHandover       bool // a leader that stops on purpose just goes away
 	noFastFailover   bool // a leader's down waits for the normal election timeout
 	doubleVote       bool // BROKEN ON PURPOSE: grant every vote request (simulator self-test)
+	campaignTurns    int  // campaigns in flight per node, 0 for campaignsInFlight (admission.go)
 }
 
 // effects are what one step of the state machine asks the actor to do. The
@@ -124,10 +125,13 @@ type effects struct {
 	checkConnected []gen.Atom
 	joined         []gen.PID
 	left           []gen.PID
+	// elections of this node given a turn to campaign, to be told
+	// (admission.go)
+	turnWakes []gen.PID
 }
 
 func (o *effects) empty() bool {
-	return len(o.sends)+len(o.timers)+len(o.monitor)+len(o.reset)+len(o.sampleInbound)+len(o.joined)+len(o.left) == 0
+	return len(o.sends)+len(o.timers)+len(o.monitor)+len(o.reset)+len(o.sampleInbound)+len(o.joined)+len(o.left)+len(o.turnWakes) == 0
 }
 
 // outbound is one message to send; node names the member it is for, so the
@@ -184,10 +188,16 @@ type election struct {
 	lastHeartbeatIn  time.Time
 	lastHeartbeatOut time.Time
 	electionDeadline time.Time
-	electionFireAt   time.Time
-	notBefore        time.Time // no campaign before this: confirm backoff, or after a handover
-	lostLeader       gen.PID   // the leader whose down this node observed
-	timers           [numTimers]timerState
+
+	// campaign admission (admission.go): the node's gate, nil for none;
+	// whether this election holds a turn, or waits for one
+	turns                 turnGate
+	holdsTurn, awaitsTurn bool
+	campaignsQueued       uint64 // election timeouts that waited for a turn
+	electionFireAt        time.Time
+	notBefore             time.Time // no campaign before this: confirm backoff, or after a handover
+	lostLeader            gen.PID   // the leader whose down this node observed
+	timers                [numTimers]timerState
 
 	// the lease (lease.go)
 	promisedTo    gen.PID      // voter: the leader or candidate it promised its support

@@ -96,6 +96,9 @@ func (e *election) electionTimeout() {
 		e.logf(levelInfo, "no heartbeat from leader %s for %s; looking for a new leader", e.leader, e.now.Sub(e.lastHeartbeatIn).Round(time.Millisecond))
 		e.leader = gen.PID{}
 	}
+	if e.role != roleUnclustered && e.takeTurn() == false {
+		return
+	}
 	e.campaign()
 }
 

@@ -43,10 +43,14 @@ type recorder struct {
 	keep   bool // keep the full history (off for the thousand-cluster run)
 	leads  int  // HandleBecomeLeader calls, history or not
 	notify chan struct{}
+	// clusters with callbacks since the last takeChanged: a wait for ten
+	// thousand elections looks only at those, and does not hold the lock
+	// every member's callback needs for ten thousand lookups a pass
+	changed map[string]struct{}
 }
 
 func newRecorder(keepHistory bool) *recorder {
-	return &recorder{latest: make(map[memberKey]event), keep: keepHistory, notify: make(chan struct{}, 1)}
+	return &recorder{latest: make(map[memberKey]event), keep: keepHistory, notify: make(chan struct{}, 1), changed: make(map[string]struct{})}
 }
 
 func (r *recorder) add(e event) {
@@ -57,6 +61,7 @@ func (r *recorder) add(e event) {
 	if e.kind == evLeading {
 		r.leads++
 	}
+	r.changed[e.cluster] = struct{}{}
 	k := memberKey{e.cluster, e.node}
 	// A late callback of a dead incarnation must not overwrite its
 	// successor's state.
@@ -68,6 +73,15 @@ func (r *recorder) add(e event) {
 	case r.notify <- struct{}{}:
 	default:
 	}
+}
+
+// takeChanged returns the clusters with callbacks since the last call.
+func (r *recorder) takeChanged() map[string]struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed := r.changed
+	r.changed = make(map[string]struct{})
+	return changed
 }
 
 // leadings counts the HandleBecomeLeader calls so far.

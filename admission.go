@@ -1,0 +1,296 @@
+package leader
+
+import (
+	"sync"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// Campaign admission: the elections of one node take turns to campaign.
+//
+// A campaign costs a round of pre-votes and a round of votes, with their
+// answers, on top of whatever the node already carries. Thousands of
+// elections started at once on a few nodes (one per shard, at boot) would
+// all campaign within one election timeout: more messages than two cores
+// deliver in that time, so every answer came after its campaign had timed
+// out, every campaign was retried, the few elections that did win lost
+// their leases because the hubs' rounds queued behind the campaigns, and the
+// nodes never settled (3,000 elections on 3 nodes led nothing in 3
+// minutes). With a bounded number of campaigns in flight per node, each one
+// gets its answers within a round trip, and the elections that wait are
+// followers that answer the others' campaigns, which costs little.
+//
+// The rules, per node:
+//
+//   - at most campaignsInFlight elections hold a turn. An election takes one
+//     when its election timer fires and it would campaign; without one it
+//     joins the queue and campaigns when its turn comes (campaignTurn);
+//   - a turn lasts one attempt: an election that is still campaigning when
+//     its timer fires again goes to the back of the queue if anyone waits,
+//     so elections that cannot win (a node cut off from the majority of
+//     their members) do not keep out those that can;
+//   - a turn ends when the election stops campaigning (it won, or it
+//     follows a leader), at the end of the step that made it so, and the
+//     next in the queue is given the turn;
+//   - a turn expires after turnHold, so an election that terminated without
+//     giving its turn back (a killed process) keeps nobody waiting for long,
+//     and an election that waits looks at the gate again after turnHold
+//     whether or not its turn message came.
+//
+// Only the campaigns an election timeout starts take turns. A fast failover
+// (the leader's down was observed: one campaign per election, ordered across
+// the survivors by rank, leadership.go) and a handover (TimeoutNow) start at
+// once: they are what a failover's latency is made of, and they are bounded
+// by the elections a node led, not by every election of the node. Waiting
+// only delays a campaign, which the protocol allows at any time: no rule of
+// the election depends on when a campaign starts.
+//
+// One election alone on a node never waits. The gate is per node of an OS
+// process (the gen.Node), shared by every election on it whatever its
+// ClusterID, and is dropped when nobody holds or waits for a turn.
+
+// campaignsInFlight is how many elections of one node may campaign at once
+// on election timeouts. With 32, a cold start of 3,000 elections on 3 nodes
+// of a 2-core machine is led within seconds; the campaigns of a node then
+// carry a few hundred messages in flight, a few milliseconds of work.
+const campaignsInFlight = 32
+
+// turnHold is how long a turn lasts at most: two maximum election
+// timeouts, longer than any one attempt.
+func turnHold(cfg config) time.Duration { return 2 * cfg.electionTimeoutMax }
+
+// campaignTurn tells an election that waited for a turn that it has one
+// (local only, never encoded).
+type campaignTurn struct{}
+
+// turn is an election's turn to campaign.
+type turn struct {
+	until    time.Time
+	reserved bool // given to a waiter, which has not taken it up yet
+}
+
+// campaignGate hands out the turns of one node.
+type campaignGate struct {
+	mu      sync.Mutex
+	node    gen.Node
+	holders map[gen.PID]turn
+	queue   []gen.PID
+	limit   int  // turns; the simulator's fleets set their own (protocolSwitches)
+	dropped bool // forgotten while idle: whoever got it asks again
+}
+
+var campaignGates = struct {
+	sync.Mutex
+	byNode map[gen.Node]*campaignGate
+}{byNode: make(map[gen.Node]*campaignGate)}
+
+// lockGate returns node's gate, created if need be, with its lock held,
+// handing out limit turns.
+func lockGate(node gen.Node, limit int) *campaignGate {
+	for {
+		campaignGates.Lock()
+		g, ok := campaignGates.byNode[node]
+		if ok == false {
+			g = &campaignGate{node: node, holders: make(map[gen.PID]turn)}
+			campaignGates.byNode[node] = g
+		}
+		campaignGates.Unlock()
+		g.mu.Lock()
+		if g.dropped == false {
+			g.limit = limit
+			return g
+		}
+		g.mu.Unlock()
+	}
+}
+
+// acquireTurn gives pid a turn on node if one is free, or if pid was given
+// one while it waited; otherwise pid waits in the queue. wake are the
+// waiters given a turn meanwhile (expired turns freed theirs), to be told.
+func acquireTurn(node gen.Node, limit int, pid gen.PID, now time.Time, hold time.Duration) (ok bool, wake []gen.PID) {
+	g := lockGate(node, limit)
+	defer g.mu.Unlock()
+	return g.acquire(pid, now, hold)
+}
+
+// releaseTurn ends pid's turn on node, or its wait, and gives the freed
+// turn on.
+func releaseTurn(node gen.Node, limit int, pid gen.PID, now time.Time, hold time.Duration) (wake []gen.PID) {
+	g := lockGate(node, limit)
+	defer g.mu.Unlock()
+	return g.release(pid, now, hold)
+}
+
+func (g *campaignGate) acquire(pid gen.PID, now time.Time, hold time.Duration) (ok bool, wake []gen.PID) {
+	wake = g.expire(now, hold, wake)
+	if t, holds := g.holders[pid]; holds {
+		if t.reserved || len(g.queue) == 0 {
+			g.holders[pid] = turn{until: now.Add(hold)}
+			return true, wake
+		}
+		// a second attempt while others wait: to the back of the queue
+		delete(g.holders, pid)
+		wake = g.handOn(now, hold, wake)
+	}
+	if len(g.holders) < g.limit && len(g.queue) == 0 {
+		g.holders[pid] = turn{until: now.Add(hold)}
+		return true, wake
+	}
+	if g.waiting(pid) == false {
+		g.queue = append(g.queue, pid)
+	}
+	return false, g.handOn(now, hold, wake)
+}
+
+func (g *campaignGate) release(pid gen.PID, now time.Time, hold time.Duration) (wake []gen.PID) {
+	delete(g.holders, pid)
+	for i, p := range g.queue {
+		if p == pid {
+			g.queue = append(g.queue[:i], g.queue[i+1:]...)
+			break
+		}
+	}
+	wake = g.handOn(now, hold, g.expire(now, hold, nil))
+	g.dropIfIdle()
+	return wake
+}
+
+// expire ends the turns that outlived their hold; g.mu is held.
+func (g *campaignGate) expire(now time.Time, hold time.Duration, wake []gen.PID) []gen.PID {
+	for pid, t := range g.holders {
+		if now.After(t.until) {
+			delete(g.holders, pid)
+		}
+	}
+	return g.handOn(now, hold, wake)
+}
+
+// handOn gives free turns to the waiters, first come first served; g.mu
+// is held.
+func (g *campaignGate) handOn(now time.Time, hold time.Duration, wake []gen.PID) []gen.PID {
+	for len(g.holders) < g.limit && len(g.queue) > 0 {
+		next := g.queue[0]
+		g.queue = g.queue[1:]
+		g.holders[next] = turn{until: now.Add(hold), reserved: true}
+		wake = append(wake, next)
+	}
+	return wake
+}
+
+func (g *campaignGate) waiting(pid gen.PID) bool {
+	for _, p := range g.queue {
+		if p == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// dropIfIdle forgets a gate nobody holds or waits for, so that nodes that
+// stopped leave nothing behind; g.mu is held.
+func (g *campaignGate) dropIfIdle() {
+	if len(g.holders) > 0 || len(g.queue) > 0 {
+		return
+	}
+	g.dropped = true
+	campaignGates.Lock()
+	if campaignGates.byNode[g.node] == g {
+		delete(campaignGates.byNode, g.node)
+	}
+	campaignGates.Unlock()
+}
+
+// turnGate is an election's view of its node's campaign gate. The actor
+// gives it nodeTurns; the election's unit tests give it none (no gate) or
+// a gate of their own.
+type turnGate interface {
+	acquire(pid gen.PID, now time.Time, hold time.Duration) (ok bool, wake []gen.PID)
+	release(pid gen.PID, now time.Time, hold time.Duration) (wake []gen.PID)
+}
+
+// nodeTurns is the gate of one node of this OS process, handing out limit
+// turns.
+type nodeTurns struct {
+	node  gen.Node
+	limit int
+}
+
+func (n nodeTurns) acquire(pid gen.PID, now time.Time, hold time.Duration) (bool, []gen.PID) {
+	return acquireTurn(n.node, n.limit, pid, now, hold)
+}
+
+func (n nodeTurns) release(pid gen.PID, now time.Time, hold time.Duration) []gen.PID {
+	return releaseTurn(n.node, n.limit, pid, now, hold)
+}
+
+// turnsOf is the gate of node for elections with these switches.
+func turnsOf(node gen.Node, switches protocolSwitches) nodeTurns {
+	limit := campaignsInFlight
+	if switches.campaignTurns > 0 {
+		limit = switches.campaignTurns
+	}
+	return nodeTurns{node: node, limit: limit}
+}
+
+// takeTurn asks for a turn to campaign after an election timeout. Without
+// one the election waits: its turn message, or, should that never come, its
+// election timer a turnHold later, whichever is first.
+func (e *election) takeTurn() bool {
+	if e.turns == nil {
+		return true
+	}
+	ok, wake := e.turns.acquire(e.self, e.now, turnHold(e.cfg))
+	e.out.turnWakes = append(e.out.turnWakes, wake...)
+	e.holdsTurn, e.awaitsTurn = ok, ok == false
+	if ok {
+		return true
+	}
+	e.campaignsQueued++
+	e.electionDeadline = e.now.Add(turnHold(e.cfg) + e.randomTimeout())
+	e.armElectionTimer(e.electionDeadline)
+	return false
+}
+
+// turnCame handles campaignTurn: the election campaigns now if it still
+// has no leader and is not campaigning already; otherwise it gives the
+// turn on at the end of this step (endTurn).
+func (e *election) turnCame(now time.Time) {
+	e.now = now
+	if e.awaitsTurn == false || e.turns == nil {
+		return
+	}
+	e.awaitsTurn = false
+	if e.role != roleFollower && e.role != roleCandidate || e.leader != (gen.PID{}) || e.preVoting {
+		e.holdsTurn = true // the turn given to it, which endTurn gives on
+		return
+	}
+	if e.takeTurn() == false {
+		return
+	}
+	if e.role == roleCandidate {
+		e.votes = nil // its last vote round is over, as at an election timeout
+	}
+	e.campaign()
+}
+
+// endTurn gives the election's turn back once it no longer campaigns: it
+// won, it follows a leader, or its campaign did not start. The actor calls
+// it whenever a step changed the state.
+func (e *election) endTurn() {
+	if e.turns == nil || e.holdsTurn == false || e.preVoting || e.role == roleCandidate {
+		return
+	}
+	e.holdsTurn = false
+	e.out.turnWakes = append(e.out.turnWakes, e.turns.release(e.self, e.now, turnHold(e.cfg))...)
+}
+
+// leaveGate gives up the election's turn and its place in the queue, when
+// its actor terminates.
+func (e *election) leaveGate(now time.Time) []gen.PID {
+	if e.turns == nil || (e.holdsTurn == false && e.awaitsTurn == false) {
+		return nil
+	}
+	e.holdsTurn, e.awaitsTurn = false, false
+	return e.turns.release(e.self, now, turnHold(e.cfg))
+}
