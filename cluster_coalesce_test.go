@@ -2,11 +2,13 @@ package leader
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -137,4 +139,38 @@ func TestClusterMixedCoalescingKeepsEveryoneFollowing(t *testing.T) {
 		}
 		time.Sleep(clPoll)
 	}
+}
+
+// Elections on real nodes that take turns to campaign one at a time per
+// node (admission.go): the turns go round through the framework's
+// messages, and every election is led. With 24 elections starting together
+// on each node, their first election timeouts overlap, so some must wait.
+func TestClusterCampaignsTakeTurns(t *testing.T) {
+	const elections = 24
+	tm := clusterFastTimings
+	c := newRealCluster(t, clConfig{})
+	nodes := c.addNodes(3)
+	names := make([]gen.Atom, elections)
+	for k := range names {
+		names[k] = gen.Atom(fmt.Sprintf("t%02d", k))
+	}
+	for _, i := range nodes {
+		for k, name := range names {
+			c.mustSpawn(i, clActorSpec{name: name, options: tm.options(fmt.Sprintf("turns%02d", k), 3), switches: protocolSwitches{campaignTurns: 1}})
+		}
+	}
+	for _, name := range names {
+		c.waitLeader(nodes, name, clConverge)
+	}
+	queued := 0
+	for _, name := range names {
+		for _, s := range c.states(nodes, name, "ergo:campaigns_queued") {
+			require.NoError(t, s.err)
+			n, err := strconv.Atoi(s.raw["ergo:campaigns_queued"])
+			require.NoError(t, err)
+			queued += n
+		}
+	}
+	t.Logf("%d election timeouts waited for a turn", queued)
+	assert.Positive(t, queued, "with one turn per node, some of the %d elections waited for theirs", elections)
 }
