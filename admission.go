@@ -70,12 +70,23 @@ type turn struct {
 	reserved bool // given to a waiter, which has not taken it up yet
 }
 
+// waiter is a place in a gate's queue.
+type waiter struct {
+	pid    gen.PID
+	ticket uint64
+}
+
 // campaignGate hands out the turns of one node.
 type campaignGate struct {
 	mu      sync.Mutex
 	node    gen.Node
 	holders map[gen.PID]turn
-	queue   []gen.PID
+	// the waiters in order, each with its ticket; an entry whose ticket is
+	// no longer its waiter's (it left, or queued again) is skipped, so that
+	// neither joining nor leaving the queue scans it
+	queue   []waiter
+	tickets map[gen.PID]uint64
+	issued  uint64
 	limit   int  // turns; the simulator's fleets set their own (protocolSwitches)
 	dropped bool // forgotten while idle: whoever got it asks again
 }
@@ -92,7 +103,7 @@ func lockGate(node gen.Node, limit int) *campaignGate {
 		campaignGates.Lock()
 		g, ok := campaignGates.byNode[node]
 		if ok == false {
-			g = &campaignGate{node: node, holders: make(map[gen.PID]turn)}
+			g = &campaignGate{node: node, holders: make(map[gen.PID]turn), tickets: make(map[gen.PID]uint64)}
 			campaignGates.byNode[node] = g
 		}
 		campaignGates.Unlock()
@@ -125,7 +136,7 @@ func releaseTurn(node gen.Node, limit int, pid gen.PID, now time.Time, hold time
 func (g *campaignGate) acquire(pid gen.PID, now time.Time, hold time.Duration) (ok bool, wake []gen.PID) {
 	wake = g.expire(now, hold, wake)
 	if t, holds := g.holders[pid]; holds {
-		if t.reserved || len(g.queue) == 0 {
+		if t.reserved || len(g.tickets) == 0 {
 			g.holders[pid] = turn{until: now.Add(hold)}
 			return true, wake
 		}
@@ -133,24 +144,21 @@ func (g *campaignGate) acquire(pid gen.PID, now time.Time, hold time.Duration) (
 		delete(g.holders, pid)
 		wake = g.handOn(now, hold, wake)
 	}
-	if len(g.holders) < g.limit && len(g.queue) == 0 {
+	if len(g.holders) < g.limit && len(g.tickets) == 0 {
 		g.holders[pid] = turn{until: now.Add(hold)}
 		return true, wake
 	}
-	if g.waiting(pid) == false {
-		g.queue = append(g.queue, pid)
+	if _, waiting := g.tickets[pid]; waiting == false {
+		g.issued++
+		g.tickets[pid] = g.issued
+		g.queue = append(g.queue, waiter{pid: pid, ticket: g.issued})
 	}
 	return false, g.handOn(now, hold, wake)
 }
 
 func (g *campaignGate) release(pid gen.PID, now time.Time, hold time.Duration) (wake []gen.PID) {
 	delete(g.holders, pid)
-	for i, p := range g.queue {
-		if p == pid {
-			g.queue = append(g.queue[:i], g.queue[i+1:]...)
-			break
-		}
-	}
+	delete(g.tickets, pid)
 	wake = g.handOn(now, hold, g.expire(now, hold, nil))
 	g.dropIfIdle()
 	return wake
@@ -172,25 +180,23 @@ func (g *campaignGate) handOn(now time.Time, hold time.Duration, wake []gen.PID)
 	for len(g.holders) < g.limit && len(g.queue) > 0 {
 		next := g.queue[0]
 		g.queue = g.queue[1:]
-		g.holders[next] = turn{until: now.Add(hold), reserved: true}
-		wake = append(wake, next)
+		if ticket, ok := g.tickets[next.pid]; ok == false || ticket != next.ticket {
+			continue // it left the queue, or this is an older place of it
+		}
+		delete(g.tickets, next.pid)
+		g.holders[next.pid] = turn{until: now.Add(hold), reserved: true}
+		wake = append(wake, next.pid)
+	}
+	if len(g.tickets) == 0 {
+		g.queue = nil // only left places remain: let them go
 	}
 	return wake
-}
-
-func (g *campaignGate) waiting(pid gen.PID) bool {
-	for _, p := range g.queue {
-		if p == pid {
-			return true
-		}
-	}
-	return false
 }
 
 // dropIfIdle forgets a gate nobody holds or waits for, so that nodes that
 // stopped leave nothing behind; g.mu is held.
 func (g *campaignGate) dropIfIdle() {
-	if len(g.holders) > 0 || len(g.queue) > 0 {
+	if len(g.holders) > 0 || len(g.tickets) > 0 {
 		return
 	}
 	g.dropped = true

@@ -86,6 +86,22 @@ func TestGateExpiresTheTurnOfAnElectionThatNeverGaveItBack(t *testing.T) {
 	assert.True(t, ok, "the waiter that looks again after the hold finds the turn free")
 }
 
+func TestGateSkipsAWaiterThatLeft(t *testing.T) {
+	node, hold := nodeTurns{node: newGateNode(t), limit: 1}, time.Second
+	ok, _ := node.acquire(gatePID(1), t0, hold)
+	require.True(t, ok)
+	for id := uint64(2); id <= 4; id++ {
+		ok, _ = node.acquire(gatePID(id), t0, hold)
+		require.False(t, ok)
+	}
+	assert.Empty(t, node.release(gatePID(2), t0, hold), "a waiter that terminates frees no turn")
+	ok, _ = node.acquire(gatePID(2), t0, hold) // a new incarnation of it, say: at the back
+	require.False(t, ok)
+	assert.Equal(t, []gen.PID{gatePID(3)}, node.release(gatePID(1), t0, hold), "the turn skips the place 2 left")
+	assert.Equal(t, []gen.PID{gatePID(4)}, node.release(gatePID(3), t0, hold))
+	assert.Equal(t, []gen.PID{gatePID(2)}, node.release(gatePID(4), t0, hold), "2 comes last, where it queued again")
+}
+
 func TestGateForgetsANodeNobodyWaitsOn(t *testing.T) {
 	node, hold := nodeTurns{node: newGateNode(t), limit: 1}, time.Second
 	node.acquire(gatePID(1), t0, hold)
