@@ -23,13 +23,7 @@ func TestClusterManyElectionsShareTheNodes(t *testing.T) {
 	tm := clusterFastTimings
 	c := newRealCluster(t, clConfig{})
 	nodes := c.addNodes(4)
-	names := make([]gen.Atom, elections)
-	for k := range names {
-		names[k] = gen.Atom(fmt.Sprintf("e%02d", k))
-		for _, i := range nodes {
-			c.mustSpawn(i, clActorSpec{name: names[k], options: tm.options(fmt.Sprintf("c%02d", k), 3)})
-		}
-	}
+	names := spawnElections(c, nodes, elections, tm, protocolSwitches{})
 	for _, name := range names {
 		c.waitLeader(nodes, name, clConverge)
 	}
@@ -141,6 +135,19 @@ func TestClusterMixedCoalescingKeepsEveryoneFollowing(t *testing.T) {
 	}
 }
 
+// spawnElections starts n elections with a member on each of nodes: the
+// k-th registers as e<k> with ClusterID c<k>. It returns their names.
+func spawnElections(c *realCluster, nodes []int, n int, tm clusterTimings, switches protocolSwitches) []gen.Atom {
+	names := make([]gen.Atom, n)
+	for k := range names {
+		names[k] = gen.Atom(fmt.Sprintf("e%02d", k))
+		for _, i := range nodes {
+			c.mustSpawn(i, clActorSpec{name: names[k], options: tm.options(fmt.Sprintf("c%02d", k), 3), switches: switches})
+		}
+	}
+	return names
+}
+
 // Elections on real nodes that take turns to campaign one at a time per
 // node (admission.go): the turns go round through the framework's
 // messages, and every election is led. With 24 elections starting together
@@ -150,15 +157,7 @@ func TestClusterCampaignsTakeTurns(t *testing.T) {
 	tm := clusterFastTimings
 	c := newRealCluster(t, clConfig{})
 	nodes := c.addNodes(3)
-	names := make([]gen.Atom, elections)
-	for k := range names {
-		names[k] = gen.Atom(fmt.Sprintf("t%02d", k))
-	}
-	for _, i := range nodes {
-		for k, name := range names {
-			c.mustSpawn(i, clActorSpec{name: name, options: tm.options(fmt.Sprintf("turns%02d", k), 3), switches: protocolSwitches{campaignTurns: 1}})
-		}
-	}
+	names := spawnElections(c, nodes, elections, tm, protocolSwitches{campaignTurns: 1})
 	for _, name := range names {
 		c.waitLeader(nodes, name, clConverge)
 	}
