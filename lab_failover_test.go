@@ -282,6 +282,62 @@ func TestLabGhostTTL(t *testing.T) {
 	}
 }
 
+// GhostTTL, a blip between two followers: the connection between them drops
+// and comes back well inside GhostTTL, while their discovery loops no longer
+// list each other, so only the elections' own probes can bring the members
+// back. Neither may drop the other: a follower has no reason to write to a
+// follower, and before ghosts were probed by every role both views fell to
+// two, below the floor, and stayed there for good.
+func TestLabFollowersThatLostEachOtherForAMomentKeepEachOther(t *testing.T) {
+	lab.Require(t)
+	tm := labFastTimings
+	tm.ghost = 2000
+	c := lab.Start(t, lab.Config{Nodes: 3, Params: tm.params(3)})
+	all := c.All()
+	leader, term := c.AwaitAgreement(labConverge, all...)
+	labAwaitViews(c, labConverge, 3, all...)
+
+	f := c.All(leader)
+	names := []string{c.Node(f[0]).Name, c.Node(f[1]).Name}
+	labUnlist(t, c, names[1], f[0])
+	labUnlist(t, c, names[0], f[1])
+	cutAt := time.Now()
+	c.CutFast(f[0], f[1])
+	c.Await(labConverge, "each follower lists the other as unreachable", func() (bool, string) {
+		for k, i := range f {
+			if s := c.Node(i).Status(); strings.Contains(s.Inspect["ergo:unreachable"], names[1-k]) == false {
+				return false, labDescribe(c, f)
+			}
+		}
+		return true, ""
+	})
+	c.Heal(f[0], f[1])
+	healedAt := time.Now()
+	// Hold the views until well past the end of GhostTTL counted from the
+	// cut: that is when a ghost nobody probed would have been dropped.
+	end := cutAt.Add(tm.ghostTTL() + 2*tm.electionMax())
+	for time.Now().Before(end) {
+		for _, i := range all {
+			s := c.Node(i).Status()
+			if s.Err != "" || s.ViewSize() != 3 {
+				t.Fatalf("%s after the heal (%s after the cut), a view shrank: %s", labMs(time.Since(healedAt)), labMs(time.Since(cutAt)), labDescribe(c, all))
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.Await(labConverge, "no member unreachable", func() (bool, string) {
+		for _, i := range all {
+			if s := c.Node(i).Status(); s.Inspect["ergo:unreachable"] != "" {
+				return false, labDescribe(c, all)
+			}
+		}
+		return true, ""
+	})
+	if l, tmNow, ok, description := c.Agreement(all...); ok == false || l != leader || tmNow != term {
+		t.Errorf("a blip between two followers must not move the leader or the term: %s", description)
+	}
+}
+
 // Set MinClusterSize / No leader below the floor, a node that is gone for
 // good: three nodes with the default floor of three elect; a follower's
 // process is killed, which the survivors see as a lost connection (it stays

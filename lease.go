@@ -206,10 +206,15 @@ func (e *election) grantRefusal(handover bool, requester gen.PID) (string, gen.P
 	switch {
 	case e.inQuietPeriod():
 		return "quiet_period", gen.PID{}
-	case handover, requester == e.promisedTo && requester != (gen.PID{}):
+	case handover:
 		return "", gen.PID{}
 	case e.role == roleLeader:
+		// before the promisee's exemption: a leader's promisedTo may name
+		// the candidate it voted for in an earlier term, whose campaign
+		// must not unseat a live leader
 		return "leader_lease", e.self
+	case requester == e.promisedTo && requester != (gen.PID{}):
+		return "", gen.PID{}
 	case e.now.Before(e.promisedUntil):
 		return "promised", e.promisedTo
 	}

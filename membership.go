@@ -340,15 +340,16 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bo
 			m.unreachableSince = e.now
 		}
 		e.logf(levelInfo, "lost the connection to peer %s; it stays in the view for GhostTTL (%s) unless it comes back", pid.Node, e.cfg.ghostTTL)
-		e.armGhostTimer()
 		// Say Hello at once: the framework may have another connection to
 		// the node, or make one (this node reset the connection, or two
 		// dials crossed and the loser was dropped), and a member with no
 		// reason to write to this node (a follower, to a follower) would
 		// otherwise stay a ghost and leave the view although it is alive.
-		// If the node is gone, the dialer finds out, off the actor.
+		// If the node is gone, the dialer finds out, off the actor. The
+		// sweeps probe again until GhostTTL (sweepGhosts).
 		m.nextProbe = time.Time{}
 		e.probe(m)
+		e.armGhostTimer()
 		// A leader whose remaining connections cannot form a quorum ends its
 		// lease now: the other end saw the same loss and may fail over fast.
 		e.renewLease()
@@ -366,26 +367,62 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bo
 	}
 }
 
-// sweepGhosts drops every member that has been unreachable for GhostTTL.
+// sweepGhosts drops every member that has been unreachable for GhostTTL,
+// and says Hello again to those still inside the window.
+//
+// Why probe. A ghost comes back only through a message, and a member with
+// no reason to write (a follower, to a follower; any member of an
+// unclustered view, which sends nothing) never sends one. Without a probe,
+// two followers whose connection dropped for a moment would drop each other
+// after GhostTTL although the link healed long before, and a view that fell
+// below MinClusterSize that way would stay leaderless until the user's
+// discovery loop joined the peers again: with a fixed Bootstrap list and no
+// loop, for good. Leaders probe on their own heartbeat ticks; this covers
+// every other role. Probes are spaced by ghostProbeSpacing, so a node that
+// is really gone costs each election a few failed sends by name (which the
+// dialer answers from one shared dial) before it is dropped.
 func (e *election) sweepGhosts() {
 	for _, m := range e.sortedMembers() {
-		if m.unreachableSince.IsZero() == false && e.now.Sub(m.unreachableSince) >= e.cfg.ghostTTL {
+		if m.unreachableSince.IsZero() {
+			continue
+		}
+		if e.now.Sub(m.unreachableSince) >= e.cfg.ghostTTL {
 			e.remove(m, "unreachable for longer than GhostTTL "+e.cfg.ghostTTL.String())
+			continue
+		}
+		if m.pid == (gen.PID{}) && e.now.Before(m.nextProbe) == false {
+			e.probe(m)
+			m.nextProbe = e.now.Add(e.ghostProbeSpacing())
 		}
 	}
 	e.armGhostTimer()
 }
 
-// armGhostTimer schedules the next sweep for the earliest ghost expiry.
+// ghostProbeSpacing is the time between two Hellos to a ghost from a member
+// that is not leading: an eighth of GhostTTL (625 ms at the default), at
+// least ElectionTimeoutMax, with a quarter of jitter so that the elections of
+// a node that all lost the same connection do not probe in one burst. Several
+// probes fit in the window, so one lost to a loaded moment does not cost the
+// member its place.
+func (e *election) ghostProbeSpacing() time.Duration {
+	spacing := max(e.cfg.ghostTTL/8, e.cfg.electionTimeoutMax)
+	return spacing + time.Duration(e.rng.Int64N(int64(spacing)/4+1))
+}
+
+// armGhostTimer schedules the next sweep: the earliest ghost expiry or the
+// earliest probe of a ghost, whichever comes first.
 func (e *election) armGhostTimer() {
 	var next time.Time
 	for _, m := range e.members {
 		if m.unreachableSince.IsZero() {
 			continue
 		}
-		expiry := m.unreachableSince.Add(e.cfg.ghostTTL)
-		if next.IsZero() || expiry.Before(next) {
-			next = expiry
+		at := m.unreachableSince.Add(e.cfg.ghostTTL)
+		if m.pid == (gen.PID{}) && m.nextProbe.Before(at) {
+			at = later(m.nextProbe, e.now) // a zero nextProbe means "probe now"
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
 		}
 	}
 	if next.IsZero() {
@@ -494,4 +531,12 @@ func reasonText(reason error) string {
 		return "nil"
 	}
 	return reason.Error()
+}
+
+// later returns the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

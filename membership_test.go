@@ -88,6 +88,59 @@ func TestComingBackBeforeGhostTTLKeepsTheMember(t *testing.T) {
 	assert.Empty(t, unreachableList(h.e))
 }
 
+// A ghost is probed by a member that is not leading, several times inside
+// GhostTTL: a follower has no other reason to write to it, and without the
+// probes a link that healed at once would still cost the member its place.
+// The sweep timer is armed from the loss on, the last sweep at the expiry.
+func TestEveryRoleProbesItsGhostsUntilGhostTTL(t *testing.T) {
+	for _, role := range []string{"follower", "unclustered"} {
+		t.Run(role, func(t *testing.T) {
+			peers := []string{"b", "c"}
+			if role == "follower" {
+				peers = append(peers, "d")
+			}
+			h := newStateHarness(t, Options{GhostTTL: 5000}, peers...)
+			h.recv("c", msgHello{ClusterID: "c"})
+			if role == "follower" {
+				h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
+			}
+			lostAt := h.now
+			h.e.down(h.now, pid("c"), gen.ErrNoConnection)
+			if role == "unclustered" {
+				h.e.leave(node("b")) // the view falls below the floor: nothing else is sent
+				require.Equal(t, roleUnclustered, h.e.role)
+			}
+			out := h.e.takeEffects()
+			probes := len(sentTo[msgHello](out, "c"))
+			require.Equal(t, 1, probes, "the loss itself is probed at once")
+			view := h.e.viewSize()
+			for h.e.viewSize() == view {
+				after := ghostTimerIn(t, out)
+				h.advance(after)
+				out = h.fire(timerGhost)
+				if h.now.Sub(lostAt) < h.e.cfg.ghostTTL {
+					probes += len(sentTo[msgHello](out, "c"))
+				}
+			}
+			assert.Equal(t, h.e.cfg.ghostTTL, h.now.Sub(lostAt), "dropped at GhostTTL, not later")
+			assert.GreaterOrEqual(t, probes, 5, "probed every eighth of GhostTTL or so")
+			assert.LessOrEqual(t, probes, 10, "but not on every heartbeat")
+		})
+	}
+}
+
+// ghostTimerIn returns the delay of the ghost timer the effects armed.
+func ghostTimerIn(t *testing.T, out effects) time.Duration {
+	t.Helper()
+	for _, tr := range out.timers {
+		if tr.kind == timerGhost && tr.after >= 0 {
+			return tr.after
+		}
+	}
+	t.Fatalf("the ghost timer was not armed: %+v", out.timers)
+	return 0
+}
+
 func TestRealTerminationRemovesAtOnce(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
 	h.recv("c", msgHello{ClusterID: "c"})

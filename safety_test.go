@@ -179,6 +179,30 @@ func TestVoterKeepsItsPromiseToTheLeader(t *testing.T) {
 	assert.True(t, sentTo[msgVoteReply](out, "b")[0].Granted, "the promise to c ran out")
 }
 
+// A leader refuses the pre-vote and the vote of the candidate it voted for
+// in an earlier term. Its promise to that candidate is still on record (the
+// promise is what a retried request of the same campaign is granted by),
+// but a live leader never helps anyone unseat it. Found by the simulator
+// (TestSimulationPreVotePreventsDisruptiveRejoin, seed 70): a follower
+// healed from a partition pre-voted, and the leader it had once voted for
+// granted, so the rejoin cost the majority its leader.
+func TestLeaderRefusesTheCandidateItOnceVotedFor(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	out := h.recv("c", msgVote{ClusterID: "c", Term: 1, ViewSize: 3})
+	require.True(t, sentTo[msgVoteReply](out, "c")[0].Granted)
+	require.Equal(t, pid("c"), h.e.promisedTo)
+	h.advance(time.Hour) // c never won; much later, this node leads term 2
+	h.becomeLeader("b")
+	require.Equal(t, pid("c"), h.e.promisedTo, "the earlier promise is still on record")
+
+	out = h.recv("c", msgPreVote{ClusterID: "c", Term: h.e.term, ViewSize: 3})
+	reply := sentTo[msgPreVoteReply](out, "c")
+	require.Len(t, reply, 1)
+	assert.False(t, reply[0].Granted, "a live leader refuses every pre-vote")
+	assert.Equal(t, pid("a"), reply[0].Leader, "and names itself")
+	assert.Equal(t, roleLeader, h.e.role)
+}
+
 // Finding 3: granting a vote is a promise too, and restarts the election timer.
 func TestGrantingAVotePromisesAndRestartsTheTimer(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
