@@ -438,7 +438,14 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 			a.state.drop("foreign_timer")
 			return nil
 		}
-		a.fired(m.Kind, m.Generation)
+		// a timer that fires late says the node is starved (markStarved)
+		var due time.Time
+		if m.Kind >= 0 && m.Kind < numTimers {
+			due = a.timers[m.Kind].at
+		}
+		if a.fired(m.Kind, m.Generation) && now.Sub(due) > starvedLateness(a.state.cfg) {
+			connectionResets.markStarved(a.Node(), now)
+		}
 		a.state.timer(now, m.Kind, m.Generation)
 		return nil
 	case peerDown, watchFailed, forgedDown, watchStarted, watchSuspect:

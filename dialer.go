@@ -289,7 +289,7 @@ func (a *Actor) resetConnection(node gen.Atom) {
 	switch verdict {
 	case resetRecent:
 		return // another election on this node reset it just now
-	case resetCarrying:
+	case resetCarrying, resetStarved:
 		a.state.connectionKept(node)
 		return
 	}
@@ -330,7 +330,39 @@ type connectionBoard struct {
 	// dials in progress, and the last failed dial per peer (dial)
 	dials    map[connectionKey]*sharedDial
 	failures map[connectionKey]dialFailure
+	// starvedAt is, per node, when a timer of one of its elections last
+	// fired late by more than starvedLateness (markStarved)
+	starvedAt map[gen.Node]time.Time
 }
+
+// markStarved records that a timer of an election of node fired late by
+// more than starvedLateness at now.
+//
+// Why. A node whose own timers fire late is not running its processes when
+// it should: its CPU is saturated (thousands of elections starting at once
+// on two cores did it), or the process was paused. Its connections'
+// readers wait their turn as its elections do, so a member's answers and
+// the connection's inbound count can both look still while the messages
+// wait to be read. A reset then cuts every election on the connection, each
+// of which takes the loss, probes and campaigns: more load, more late
+// timers, more resets, and a cold start of 10,000 elections that never
+// settles. So no connection of a starved node is reset for silence until its
+// timers have been on time for a silence bound.
+func (b *connectionBoard) markStarved(node gen.Node, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.starvedAt == nil {
+		b.starvedAt = make(map[gen.Node]time.Time)
+	}
+	if now.After(b.starvedAt[node]) {
+		b.starvedAt[node] = now
+	}
+}
+
+// starvedLateness is how late a timer must fire for its node to count as
+// starved: half an ElectionTimeoutMin (75 ms at the defaults), several
+// times what a loaded but healthy node shows.
+func starvedLateness(cfg config) time.Duration { return cfg.electionTimeoutMin / 2 }
 
 // holdRedial records that node dials peer again no earlier than until.
 func (b *connectionBoard) holdRedial(node gen.Node, peer gen.Atom, until time.Time) {
@@ -484,6 +516,7 @@ const (
 	resetNow      resetVerdict = iota // reset it
 	resetRecent                       // another election reset it within the bound
 	resetCarrying                     // it has brought messages since the sample: keep it
+	resetStarved                      // this node is too starved to judge: keep it
 )
 
 // sample records count as the connection's inbound count, keeping the time
@@ -513,6 +546,12 @@ func (b *connectionBoard) claim(node gen.Node, peer gen.Atom, count uint64, now 
 	key := connectionKey{node: node, peer: peer}
 	if at, ok := b.reset[key]; ok && now.Sub(at) < bound && now.Sub(at) >= 0 {
 		return resetRecent, 0
+	}
+	if at, ok := b.starvedAt[node]; ok && now.Sub(at) < bound {
+		// what looks silent may be waiting to be read (markStarved); the
+		// sample starts again once the node keeps time
+		delete(b.inbound, key)
+		return resetStarved, 0
 	}
 	if b.inbound == nil {
 		b.inbound = make(map[connectionKey]inboundSample)

@@ -111,6 +111,28 @@ func TestConnectionBoardResetsOnlyAConnectionThatCarriesNothing(t *testing.T) {
 	assert.Equal(t, resetCarrying, v, "the connection made after the reset brought something")
 }
 
+// A node whose own timers fire late resets no connection for silence until
+// they have been on time for a bound: the answers that look missing may be
+// waiting to be read. Its sample starts again after that, so the
+// connection must then stay still for minQuiet again before a reset.
+func TestConnectionBoardResetsNothingWhileItsNodeIsStarved(t *testing.T) {
+	var b connectionBoard
+	bound, quiet := 600*time.Millisecond, 150*time.Millisecond
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	b.sample(nil, "x", 10, at(0))
+	b.markStarved(nil, at(100))
+	v, _ := b.claim(nil, "x", 10, at(650), bound, quiet)
+	assert.Equal(t, resetStarved, v, "still since 0 ms, but a timer fired late 550 ms ago")
+	v, _ = b.claim(nil, "x", 10, at(700), bound, quiet)
+	assert.Equal(t, resetCarrying, v, "on time for a bound now; the starved stretch is no evidence: sampled anew")
+	v, _ = b.claim(nil, "x", 10, at(900), bound, quiet)
+	assert.Equal(t, resetNow, v, "still for 200 ms of a node that keeps time")
+	var other connectionBoard
+	other.sample(nil, "x", 10, at(0))
+	v, _ = other.claim(nil, "x", 10, at(650), bound, quiet)
+	assert.Equal(t, resetNow, v, "the same silence on a node that kept time")
+}
+
 // After a reset, the node whose name sorts second dials the peer again only
 // after the pause, whichever of its elections asks: with many elections on
 // the node, the others' dialers would otherwise dial at once, the peer (still

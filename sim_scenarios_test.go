@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/require"
 )
 
 // Named scenarios from the spec and the issues, each over many seeds.
@@ -218,5 +219,50 @@ func TestSimulationVoterSeesTheLeadersConnectionGoneBeforeItsDown(t *testing.T) 
 		if len(c.leaders()) != 1 {
 			t.Fatalf("seed %d: no new leader %s after the crash while %s's watcher held its down\n%s", seed, bound, voter.PID().Node, s.report())
 		}
+	}
+}
+
+// TestSimulationAStalledActorMarksItsNodeStarved: an actor whose timers fire
+// late (its process was paused) marks its node starved, so that no election
+// of the node resets a connection for silence while it cannot tell a silent
+// peer from answers waiting to be read (connectionBoard.markStarved). The
+// nodes that kept time are not marked.
+func TestSimulationAStalledActorMarksItsNodeStarved(t *testing.T) {
+	for _, seed := range scenarioSeeds(t, 5) {
+		s := newSimTest(t, seed, lanNetwork())
+		options := simOptions()
+		options.DisableCoalescing = true // its election timer is the framework's, not parked
+		c, _ := startSimCluster(s, 3, options, protocolSwitches{})
+		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
+			t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
+		}
+		starvedAt := func(b *simActor) time.Time {
+			connectionResets.mu.Lock()
+			defer connectionResets.mu.Unlock()
+			return connectionResets.starvedAt[b.Node()]
+		}
+		var follower *simActor
+		for _, b := range c.actors {
+			if b.state.role == roleFollower && follower == nil {
+				follower = b
+			}
+			if at := starvedAt(b); at.IsZero() == false {
+				t.Fatalf("seed %d: %s marked starved at %s before any stall\n%s", seed, b.inc, at, s.report())
+			}
+		}
+		require.NotNil(t, follower)
+		stall := 2 * c.cfg().electionTimeoutMax
+		stalledAt := s.now
+		c.stall(follower, stall, nil)
+		s.runFor(stall + c.cfg().electionTimeoutMax)
+		if at := starvedAt(follower); at.Before(stalledAt.Add(stall)) {
+			t.Fatalf("seed %d: %s's timers fired %s late, but its node was not marked starved after the stall (mark %s)\n%s", seed, follower.inc, stall, at, s.report())
+		}
+		for _, b := range c.actors {
+			if at := starvedAt(b); b != follower && at.IsZero() == false {
+				t.Fatalf("seed %d: %s kept time but was marked starved at %s\n%s", seed, b.inc, at, s.report())
+			}
+		}
+		requireNoViolation(t, s)
 	}
 }
