@@ -346,8 +346,9 @@ type connectionBoard struct {
 // wait to be read. A reset then cuts every election on the connection, each
 // of which takes the loss, probes and campaigns: more load, more late
 // timers, more resets, and a cold start of 10,000 elections that never
-// settles. So no connection of a starved node is reset for silence until its
-// timers have been on time for a silence bound.
+// settles. So while a node is starved (until its timers have been on time
+// for a silence bound) a connection must stay still for starvedQuiet, not
+// minQuiet, before it is reset.
 func (b *connectionBoard) markStarved(node gen.Node, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -363,6 +364,16 @@ func (b *connectionBoard) markStarved(node gen.Node, now time.Time) {
 // starved: half an ElectionTimeoutMin (75 ms at the defaults), several
 // times what a loaded but healthy node shows.
 func starvedLateness(cfg config) time.Duration { return cfg.electionTimeoutMin / 2 }
+
+// starvedQuiet is how long a connection of a starved node must have brought
+// nothing before it is reset for silence: four silence bounds (2.4 s at the
+// defaults). A connection that many elections share brings something every
+// few milliseconds while it works, however late its reader runs; one that
+// brings nothing for seconds is silent in fact (after a simultaneous connect
+// on a framework with that bug, the peer uses another connection), and
+// leaving it so would keep the node starved: its elections campaign over it
+// in vain. So starvation delays a reset, it does not forbid one.
+func starvedQuiet(bound time.Duration) time.Duration { return 4 * bound }
 
 // holdRedial records that node dials peer again no earlier than until.
 func (b *connectionBoard) holdRedial(node gen.Node, peer gen.Atom, until time.Time) {
@@ -537,9 +548,10 @@ func (b *connectionBoard) sample(node gen.Node, peer gen.Atom, count uint64, now
 // claim decides whether the connection from node to peer, which has brought
 // count messages so far, may be reset at now, and records the reset if so.
 // It is kept when its count moved since a sample, when its count has been
-// still for less than minQuiet (the sample came too late to tell), and when
-// there is no sample: a reset needs evidence that nothing came. With
-// resetNow it also reports how long the count had been still.
+// still for less than minQuiet (the sample came too late to tell), or less
+// than starvedQuiet while node is starved, and when there is no sample: a
+// reset needs evidence that nothing came. With resetNow it also reports how
+// long the count had been still.
 func (b *connectionBoard) claim(node gen.Node, peer gen.Atom, count uint64, now time.Time, bound, minQuiet time.Duration) (verdict resetVerdict, quiet time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -547,19 +559,25 @@ func (b *connectionBoard) claim(node gen.Node, peer gen.Atom, count uint64, now 
 	if at, ok := b.reset[key]; ok && now.Sub(at) < bound && now.Sub(at) >= 0 {
 		return resetRecent, 0
 	}
-	if at, ok := b.starvedAt[node]; ok && now.Sub(at) < bound {
-		// what looks silent may be waiting to be read (markStarved); the
-		// sample starts again once the node keeps time
-		delete(b.inbound, key)
-		return resetStarved, 0
-	}
 	if b.inbound == nil {
 		b.inbound = make(map[connectionKey]inboundSample)
 	}
 	sampled, ok := b.inbound[key]
-	if ok == false || sampled.count != count || now.Sub(sampled.since) < minQuiet {
-		// moved, too soon to tell, or never sampled (another election's
-		// reset, say, came between this one's sample and now): look again
+	if ok == false || sampled.count != count {
+		// moved, or never sampled (another election's reset, say, came
+		// between this one's sample and now): look again
+		b.inbound[key] = inboundSample{count: count, since: now}
+		return resetCarrying, 0
+	}
+	if at, ok := b.starvedAt[node]; ok && now.Sub(at) < bound {
+		// what looks still may be waiting to be read (markStarved): only
+		// a connection still for starvedQuiet is silent in fact, and the
+		// sample is kept so that its stillness adds up
+		if now.Sub(sampled.since) < starvedQuiet(bound) {
+			return resetStarved, 0
+		}
+	} else if now.Sub(sampled.since) < minQuiet {
+		// too soon to tell: look again
 		b.inbound[key] = inboundSample{count: count, since: now}
 		return resetCarrying, 0
 	}

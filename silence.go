@@ -31,14 +31,18 @@ import (
 // load worse, and the nodes would never settle (10,000 elections starting
 // at once on 3 nodes did exactly that).
 //
-// Nor does a node reset anything while it is starved: when a timer of any
-// of its elections fired late by more than half an ElectionTimeoutMin
-// within the last silence bound (connectionBoard.markStarved), its own
-// readers may be what keeps the answers from being seen. 10,000 elections
-// cold-starting on 3 nodes reset dozens of connections in their first
-// minute without this rule, each reset costing every election on the
-// connection its member for GhostTTL, and did not settle; with it they led
-// in 15 to 20 s without losing a connection.
+// A starved node waits longer: when a timer of any of its elections fired
+// late by more than half an ElectionTimeoutMin within the last silence
+// bound (connectionBoard.markStarved), its own readers may be what keeps the
+// answers from being seen, and a connection must have brought nothing for
+// four silence bounds, not ElectionTimeoutMin, before it is reset. 10,000
+// elections cold-starting on 3 nodes of the stand-in reset dozens of
+// connections in their first minute without this rule, each reset costing
+// every election on the connection its member, and did not settle; with it
+// they lead in 15 to 26 s without losing a connection. Starvation only
+// delays a reset: a connection that is silent in fact (the real framework's
+// simultaneous connect) keeps the node's elections campaigning in vain, and
+// so keeps the node starved, until it is reset.
 //
 // A reset this node makes is not a failure it observed: the down it causes
 // releases no promise and starts no fast failover (election.down), because

@@ -111,26 +111,41 @@ func TestConnectionBoardResetsOnlyAConnectionThatCarriesNothing(t *testing.T) {
 	assert.Equal(t, resetCarrying, v, "the connection made after the reset brought something")
 }
 
-// A node whose own timers fire late resets no connection for silence until
-// they have been on time for a bound: the answers that look missing may be
-// waiting to be read. Its sample starts again after that, so the
-// connection must then stay still for minQuiet again before a reset.
-func TestConnectionBoardResetsNothingWhileItsNodeIsStarved(t *testing.T) {
-	var b connectionBoard
+// A node whose own timers fire late resets a connection for silence only
+// after it has brought nothing for starvedQuiet (four bounds), not minQuiet:
+// the answers that look missing may be waiting to be read. The stillness
+// adds up across the claims meanwhile, so a connection that is silent in
+// fact is still reset while the node stays starved.
+func TestConnectionBoardWaitsLongerWhileItsNodeIsStarved(t *testing.T) {
 	bound, quiet := 600*time.Millisecond, 150*time.Millisecond
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var b connectionBoard
 	b.sample(nil, "x", 10, at(0))
 	b.markStarved(nil, at(100))
 	v, _ := b.claim(nil, "x", 10, at(650), bound, quiet)
-	assert.Equal(t, resetStarved, v, "still since 0 ms, but a timer fired late 550 ms ago")
-	v, _ = b.claim(nil, "x", 10, at(700), bound, quiet)
-	assert.Equal(t, resetCarrying, v, "on time for a bound now; the starved stretch is no evidence: sampled anew")
-	v, _ = b.claim(nil, "x", 10, at(900), bound, quiet)
-	assert.Equal(t, resetNow, v, "still for 200 ms of a node that keeps time")
+	assert.Equal(t, resetStarved, v, "still for 650 ms, but a timer fired late 550 ms ago")
+	v, still := b.claim(nil, "x", 10, at(700), bound, quiet)
+	assert.Equal(t, resetNow, v, "on time for a bound now, and still since 0 ms")
+	assert.Equal(t, 700*time.Millisecond, still)
+
+	var starved connectionBoard
+	starved.sample(nil, "x", 10, at(0))
+	for ms := 0; ms < 2400; ms += 200 {
+		starved.markStarved(nil, at(ms))
+		v, _ = starved.claim(nil, "x", 10, at(ms+100), bound, quiet)
+		require.Equal(t, resetStarved, v, "still for %d ms of a starved node", ms+100)
+	}
+	starved.markStarved(nil, at(2400))
+	v, _ = starved.claim(nil, "x", 10, at(2450), bound, quiet)
+	assert.Equal(t, resetNow, v, "still for four bounds: silent in fact, starved or not")
+	starved.sample(nil, "y", 3, at(2000))
+	v, _ = starved.claim(nil, "y", 4, at(2450), bound, quiet)
+	assert.Equal(t, resetCarrying, v, "a connection that brought something is kept")
+
 	var other connectionBoard
 	other.sample(nil, "x", 10, at(0))
 	v, _ = other.claim(nil, "x", 10, at(650), bound, quiet)
-	assert.Equal(t, resetNow, v, "the same silence on a node that kept time")
+	assert.Equal(t, resetNow, v, "the same stillness on a node that kept time")
 }
 
 // After a reset, the node whose name sorts second dials the peer again only
