@@ -227,10 +227,7 @@ func TestLabGhostTTL(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			tm := labFastTimings
 			tm.ghost = 1500
-			c := lab.Start(t, lab.Config{Nodes: 4, Params: tm.params(3)})
-			all := c.All()
-			leader, _ := c.AwaitAgreement(labConverge, all...)
-			labAwaitViews(c, labConverge, 4, all...)
+			c, leader, _ := labStartSettled(t, 4, tm.params(3))
 
 			gone := c.All(leader)[rand.IntN(3)]
 			goneName := c.Node(gone).Name
@@ -292,10 +289,8 @@ func TestLabFollowersThatLostEachOtherForAMomentKeepEachOther(t *testing.T) {
 	lab.Require(t)
 	tm := labFastTimings
 	tm.ghost = 2000
-	c := lab.Start(t, lab.Config{Nodes: 3, Params: tm.params(3)})
+	c, leader, term := labStartSettled(t, 3, tm.params(3))
 	all := c.All()
-	leader, term := c.AwaitAgreement(labConverge, all...)
-	labAwaitViews(c, labConverge, 3, all...)
 
 	f := c.All(leader)
 	names := []string{c.Node(f[0]).Name, c.Node(f[1]).Name}
@@ -348,10 +343,7 @@ func TestLabMinClusterSizeNodeGoneAndLeave(t *testing.T) {
 	lab.Require(t)
 	tm := labFastTimings
 	tm.ghost = 60000 // only Leave may shrink the view here
-	c := lab.Start(t, lab.Config{Nodes: 3, Params: tm.params(0)})
-	all := c.All()
-	leader, term := c.AwaitAgreement(labConverge, all...)
-	labAwaitViews(c, labConverge, 3, all...)
+	c, leader, term := labStartSettled(t, 3, tm.params(0))
 
 	gone := c.All(leader)[rand.IntN(2)]
 	goneName := c.Node(gone).Name
@@ -395,6 +387,17 @@ func TestLabMinClusterSizeNodeGoneAndLeave(t *testing.T) {
 	if won := labEvents(c, "leader", "", removedAt); len(won) > 0 {
 		t.Errorf("nobody may lead below the floor: %v", won)
 	}
+}
+
+// labStartSettled starts a lab of n nodes with params and waits until they
+// agree on a leader and every view holds all n; it returns the leader's
+// index and term.
+func labStartSettled(t *testing.T, n int, params map[string]string) (*lab.Cluster, int, uint64) {
+	t.Helper()
+	c := lab.Start(t, lab.Config{Nodes: n, Params: params})
+	leader, term := c.AwaitAgreement(labConverge, c.All()...)
+	labAwaitViews(c, labConverge, n, c.All()...)
+	return c, leader, term
 }
 
 // labUnlist makes the discovery loops of idxs stop listing node.
