@@ -527,7 +527,7 @@ const (
 	resetNow      resetVerdict = iota // reset it
 	resetRecent                       // another election reset it within the bound
 	resetCarrying                     // it has brought messages since the sample: keep it
-	resetStarved                      // this node is too starved to judge: keep it
+	resetStarved                      // still, but not for starvedQuiet, and this node is starved: keep it for now
 )
 
 // sample records count as the connection's inbound count, keeping the time
