@@ -586,6 +586,7 @@ func (a *Actor) flush() error {
 			return err
 		}
 		a.state.endTurn()
+		a.state.keepChoreTimer()
 		out := a.state.takeEffects()
 		if out.empty() && a.state.confirming == false && a.state.public() == a.reported {
 			a.updateKind()

@@ -145,13 +145,53 @@ func (e *election) sendHeartbeats() {
 		e.lastHeartbeatOut = e.now
 	} else {
 		next = e.choreInterval()
+		if e.leaderChoresPending() == false {
+			// nothing for a chore to do; keepChoreTimer arms it again
+			// once there is
+			e.cancelTimer(timerHeartbeat)
+			return
+		}
 	}
 	e.armTimer(timerHeartbeat, next)
 }
 
+// leaderChoresPending reports whether a leader whose rounds the hub
+// carries has anything for its chore tick to do: the chores of every role
+// (choresPending), or a member whose process it does not know, which it
+// probes (sendHeartbeats). The reference rule (response quorum off) checks
+// its quorum at every tick, so it always has.
+func (e *election) leaderChoresPending() bool {
+	if e.switches.noResponseQuorum || e.choresPending() {
+		return true
+	}
+	for _, m := range e.members {
+		if m.pid == (gen.PID{}) {
+			return true
+		}
+	}
+	return false
+}
+
+// keepChoreTimer runs at the end of every step: a leader whose hub
+// carries all its rounds, and which had no chores, has no heartbeat timer
+// (sendHeartbeats); if the step gave it one, the timer is armed for a
+// chore interval. Without it, a thousand idle leaders on three nodes woke
+// about 200 times a second between them for nothing; everything else that
+// needs them (a node no longer carried, the hub gone, the lease) wakes
+// them without it.
+func (e *election) keepChoreTimer() {
+	if e.role != roleLeader || e.unpublished || e.timers[timerHeartbeat].armed {
+		return
+	}
+	if e.leaderChoresPending() {
+		e.armTimer(timerHeartbeat, e.choreInterval())
+	}
+}
+
 // choreInterval is how often an election whose heartbeats the hub carries
 // wakes for its chores (probes of declared peers that never answered,
-// silent connections, overdue monitors): twenty minimum election timeouts,
+// silent connections, overdue monitors), while it has any (choresPending,
+// leaderChoresPending): twenty minimum election timeouts,
 // 3 s at the defaults. Every wake-up of a thousand idle elections costs the
 // node about as much as all of their heartbeats; nothing the chores do is
 // urgent (the lease and the election timer do not wait for them: the hub

@@ -87,6 +87,19 @@ func (e *election) findSilentConnections() {
 	}
 }
 
+// choresPending reports whether a chore (findSilentConnections) has
+// anything to look at: a member that has left a request unanswered, or one
+// whose monitor was asked for and not confirmed. Nothing else makes one
+// find anything, and both can only begin in a step of the actor's.
+func (e *election) choresPending() bool {
+	for _, m := range e.members {
+		if m.awaitingSince.IsZero() == false || (m.pid != (gen.PID{}) && m.watchAskedAt.IsZero() == false) {
+			return true
+		}
+	}
+	return false
+}
+
 // connectionKept notes that the actor did not reset node's connection: it
 // carried messages from that node while the member was silent, so what is
 // silent is the member's actor (stalled, or overloaded), not the link, and

@@ -165,3 +165,47 @@ func TestRedialPauseHoldsForEveryDialerOfTheNode(t *testing.T) {
 	b.holdRedial(nil, "x", at(1000)) // the smaller name holds for 0: until is now
 	assert.Zero(t, b.redialWait(nil, "x", at(1000)))
 }
+
+// A chore has something to look at only while a member owes an answer or
+// a monitor is unconfirmed; an election with neither parks its timers with
+// no chore deadline (parking.go).
+func TestChoresArePendingOnlyWhileSomethingIsOwed(t *testing.T) {
+	h := leaderOfThree(t)
+	for _, m := range h.e.members {
+		m.awaitingSince, m.watchAskedAt = time.Time{}, time.Time{}
+	}
+	assert.False(t, h.e.choresPending(), "nothing owed: nothing for a chore to find")
+	b := h.e.members[node("b")]
+	b.awaitingSince = h.now
+	assert.True(t, h.e.choresPending(), "a request unanswered")
+	b.awaitingSince = time.Time{}
+	b.watchAskedAt = h.now
+	assert.True(t, h.e.choresPending(), "a monitor unconfirmed")
+	b.pid = gen.PID{}
+	assert.False(t, h.e.choresPending(), "the monitor of a process no longer known is nobody's chore")
+	assert.True(t, h.e.leaderChoresPending(), "but a leader probes a member whose process it does not know")
+}
+
+// A leader whose hub carries every round has no heartbeat timer while it
+// has no chores, and gets one, a chore interval away, at the end of the
+// step that gave it one.
+func TestIdleLeaderArmsItsChoreTimerOnlyForAChore(t *testing.T) {
+	h := leaderOfThree(t)
+	h.e.shared = &slot{}
+	h.e.carried = map[gen.Atom]bool{node("b"): true, node("c"): true}
+	for _, m := range h.e.members {
+		m.awaitingSince, m.watchAskedAt = time.Time{}, time.Time{}
+	}
+	h.advance(h.e.cfg.heartbeatInterval)
+	h.fire(timerHeartbeat)
+	require.False(t, h.e.timers[timerHeartbeat].armed, "carried and nothing owed: no chore tick")
+	h.e.keepChoreTimer()
+	assert.False(t, h.e.timers[timerHeartbeat].armed)
+
+	h.e.members[node("b")].awaitingSince = h.now // the step sent b a request
+	h.e.keepChoreTimer()
+	require.True(t, h.e.timers[timerHeartbeat].armed, "a chore: the tick is back")
+	out := h.e.takeEffects()
+	require.NotEmpty(t, out.timers)
+	assert.Equal(t, h.e.choreInterval(), out.timers[len(out.timers)-1].after)
+}
