@@ -239,7 +239,13 @@ func TestTypesProcessWide(t *testing.T) {
 	// a new connection carries it by identity
 	rn, _ := b.Node(a.name)
 	rn.Disconnect()
-	eventually(t, "the disconnect", func() bool { _, d := a.rec.ups(b.name); return d == 1 })
+	// Both sides must have dropped the old connection: until b has, its
+	// send goes to the closed one and is lost, as on the real framework.
+	eventually(t, "the disconnect on both sides", func() bool {
+		_, da := a.rec.ups(b.name)
+		_, db := b.rec.ups(a.name)
+		return da == 1 && db == 1
+	})
 	if err := b.SendFrame(a.name, Frame{Kind: FrameSend, From: pid(b, 1), Err: lateErr}); err != nil {
 		t.Fatal(err)
 	}
