@@ -343,7 +343,7 @@ func (a *Actor) syncTimers() {
 			}
 			rec.parked = false
 			if rec.cancel == nil {
-				a.schedule(kind, at)
+				a.schedule(kind, a.notBeforeDeadline(kind, at))
 			}
 			continue
 		}
@@ -353,20 +353,29 @@ func (a *Actor) syncTimers() {
 				a.slot.unpark(kind)
 			}
 			rec.parked = false
-			if kind == timerElection && a.state.electionDeadline.After(at) {
-				// The hub moved the deadline on while the timer was
-				// parked (its leader's rounds kept coming), and the state
-				// read that in at the start of this step: armed for the
-				// time it was parked with, the timer would fire at once
-				// only to be armed again. After a node crash that is a
-				// wasted wake-up for every election that lost its leader.
-				at = a.state.electionDeadline
-			}
+			at = a.notBeforeDeadline(kind, at)
 		}
 		if rec.cancel == nil {
 			a.schedule(kind, at)
 		}
 	}
+}
+
+// notBeforeDeadline is when a parked election timer that goes back to the
+// framework should fire: not before the state's own deadline. The hub
+// moved the deadline on while the timer was parked (its leader's rounds
+// kept coming), and the state read that in at the start of this step, but
+// the timer still carries the time it was first parked with, long past.
+// Armed for that time it would fire at once only to be armed again. After
+// a node crash that was a wasted wake-up, in the middle of the failover,
+// for every election that lost its leader (the timer leaves the hub) and
+// for every follower whose hub no longer has its leader's rounds to judge
+// by (the park is refused): about 330 of each survivor's 1,000 actors.
+func (a *Actor) notBeforeDeadline(kind timerKind, at time.Time) time.Time {
+	if kind == timerElection && a.state.electionDeadline.After(at) {
+		return a.state.electionDeadline
+	}
+	return at
 }
 
 // parkTerms is what the hub needs to fire the timer of kind no later than
@@ -377,7 +386,13 @@ func (a *Actor) parkTerms(kind timerKind, rec *actorTimer) parkedTimer {
 	case timerElection:
 		p.slack = a.state.randomTimeout()
 		if a.state.choresPending() {
-			p.latest = rec.at.Add(a.state.choreInterval())
+			// A chore interval from now, not from rec.at: the hub may
+			// have postponed the timer for a long time, and a deadline
+			// counted from when it was first armed would be long past.
+			// Then every follower that gained a chore (after a node
+			// crash: its probe of the lost member) was woken at once,
+			// in the middle of the failover, only to be parked again.
+			p.latest = later(rec.at, a.clock()).Add(a.state.choreInterval())
 		}
 	case timerLease:
 		p.lease, p.need = a.state.leaseDuration(), a.state.quorum()-1

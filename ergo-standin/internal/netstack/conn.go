@@ -87,10 +87,15 @@ type linkWriter struct {
 	dead bool
 }
 
-// relinkPause spaces the re-dials of a link whose re-dialed socket ended
-// within a second. The framework re-dials at once, in a tight loop while
-// the peer keeps closing them; the pause only makes that loop cheaper.
-const relinkPause = 100 * time.Millisecond
+// relinkPause spaces the re-dials of a link whose re-dialed sockets ended
+// within a second twice in a row. The framework re-dials at once, in a
+// tight loop while the peer keeps closing them; the pause only makes that
+// loop cheaper. The first re-dial after a short-lived one is never
+// delayed: when a node is killed just after one of its links was cut, the
+// re-dial of that link can land before the process dies, and the
+// framework's next re-dial, refused, ends the connection at once. Pausing
+// there made the dialing side see the crash up to relinkPause late.
+var relinkPause = 100 * time.Millisecond
 
 func newConn(s *Stack, id string, peer intro, dialer bool, limit int, poolSize int, poolDSN []string) *conn {
 	if limit <= 0 {
@@ -209,7 +214,7 @@ func (c *conn) leave(l *link) {
 func (c *conn) serveLink(l *link, nc net.Conn, tail []byte) {
 	defer c.s.wg.Done()
 	defer c.leave(l)
-	redialed := false
+	redialed, quickEnds := false, 0
 	for {
 		began := time.Now()
 		err := c.readLink(nc, tail)
@@ -219,6 +224,11 @@ func (c *conn) serveLink(l *link, nc net.Conn, tail []byte) {
 			return
 		}
 		if redialed && time.Since(began) < time.Second {
+			quickEnds++
+		} else {
+			quickEnds = 0
+		}
+		if quickEnds > 1 {
 			t := time.NewTimer(relinkPause)
 			select {
 			case <-t.C:

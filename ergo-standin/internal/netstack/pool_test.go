@@ -518,3 +518,32 @@ func TestSimultaneousConnectConverges(t *testing.T) {
 	}
 	eventually(t, "the next frame", func() bool { return has(messages(small), "more") })
 }
+
+// A node killed just after a proxy cut one of its links: the dialer's
+// re-dial of that link reaches the node directly before it dies, and the
+// link ends again a moment later. The framework re-dials it at once, is
+// refused, and loses the connection; the stand-in must not pause first
+// (relinkPause is for a peer that keeps closing re-dials, not for the
+// first one). With an hour's pause, only the connection's loss without
+// one ends this test in time.
+func TestRedialedLinkOfADyingPeerEndsTheConnection(t *testing.T) {
+	defer func(d time.Duration) { relinkPause = d }(relinkPause)
+	relinkPause = time.Hour
+	a := startNode(t, "a")
+	b := startNode(t, "b")
+	p := startProxy(t, addrOf(b))
+	if err := a.AddRoute(string(b.name), gen.NetworkRoute{Route: gen.Route{Host: "127.0.0.1", Port: p.port()}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.GetNode(b.name); err != nil {
+		t.Fatal(err)
+	}
+	ca := connOf(a, b.name)
+	eventually(t, "3 links on both sides", func() bool { return linkCount(ca) == 3 && linkCount(connOf(b, a.name)) == 3 })
+	p.cut()
+	eventually(t, "the first link re-dialed to the acceptor", func() bool {
+		return linkAddrs(ca)[0] == addrOf(b) && linkCount(connOf(b, a.name)) == 3
+	})
+	b.Stop()
+	eventually(t, "the dialer losing the connection", func() bool { _, d := a.rec.ups(b.name); return d == 1 })
+}
