@@ -70,6 +70,8 @@ type ActorBehavior interface {
 	//     down
 	//   - ergo:fast_failovers_deferred: fast failovers this node gave up for
 	//     a survivor ranked before it
+	//   - ergo:fast_failovers_in_wave: fast failovers that waited longer
+	//     because many elections of this node failed over at once
 	//   - ergo:campaigns_queued: election timeouts that waited for a turn to
 	//     campaign (the elections of a node campaign a few dozen at a time)
 	//   - ergo:liveness_hub: the node's liveness hub this election's heartbeats go

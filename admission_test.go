@@ -181,7 +181,7 @@ func TestFastFailoverDoesNotWaitForATurn(t *testing.T) {
 	gate := &fullGate{}
 	h.e.turns = gate
 	h.e.leaderLost(pid("b"))
-	h.now = h.now.Add(h.e.fastFailoverDelay() * 3)
+	h.now = h.now.Add(h.e.fastFailoverDelay(false) * 3)
 	out := h.fire(timerFast)
 	assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "a fast failover campaigns at once")
 	assert.Zero(t, gate.asked)

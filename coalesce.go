@@ -97,6 +97,9 @@ type slot struct {
 	stamps []roundStamp
 	// timers the actor parked with the hub (parking.go), by parkKinds
 	parked [len(parkKinds)]parkedTimer
+	// the node's failover wave (wave.go), set by the hub when it adds
+	// the slot
+	wave *failoverWave
 
 	// quietUntil (Unix nanoseconds of the hub's clock; 0: visit) lets the
 	// hub's tick pass a slot by without taking its lock: a follower whose

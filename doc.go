@@ -125,7 +125,10 @@
 //   - Fast failover and handover. A follower that receives a down for its
 //     leader's PID pre-votes after a few milliseconds instead of a full
 //     election timeout; the delay is staggered by rank so one candidate
-//     usually goes first. Voters agree only if they lost the leader too, so
+//     usually goes first (and the later ranks wait a little longer when a
+//     node crash fails many elections of the node over at once, so that
+//     the first one's pre-vote reaches them before their own goes out).
+//     Voters agree only if they lost the leader too, so
 //     one follower whose own link flapped cannot disrupt a healthy leader.
 //     A leader that stops on purpose (StepDown, or a normal or shutdown
 //     termination) stands down and tells its most recently heard follower

@@ -226,6 +226,7 @@ type election struct {
 	preVoteRounds     uint64
 	fastRounds        uint64
 	deferredFailovers uint64 // fast failovers given up for a survivor ranked earlier
+	waveDelayed       uint64 // fast failovers that waited longer, in a wave of them (wave.go)
 	handovers         uint64
 	lastHandover      string
 

@@ -209,13 +209,59 @@ func TestFastFailoverIsStaggeredByRank(t *testing.T) {
 				e.heard(pid(p), "leader")
 			}
 		}
-		delays[self] = e.fastFailoverDelay()
+		delays[self] = e.fastFailoverDelay(false)
 	}
 	step := 150 * time.Millisecond / 30
 	assert.GreaterOrEqual(t, delays["a"], step, "nobody pre-votes within a step of its down (A2)")
 	assert.LessOrEqual(t, delays["a"], step+step/2, "rank 0 goes first")
 	assert.GreaterOrEqual(t, delays["c"], 2*step)
 	assert.GreaterOrEqual(t, delays["e"], 3*step)
+}
+
+// In a wave of failovers (wave.go) only the survivors ranked after the
+// first wait longer: the first one's wait is the safety margin of A2 and
+// its pre-vote is the one the wave needs.
+func TestFastFailoverInAWaveDelaysOnlyTheLaterRanks(t *testing.T) {
+	options := Options{ClusterID: "c"}
+	cfg, _, _ := options.resolve()
+	step := cfg.electionTimeoutMin / 30
+	for _, tc := range []struct {
+		self     string
+		rank     int
+		min, max time.Duration
+	}{
+		{"a", 0, step, step + step/2},
+		{"c", 1, 2*step + cfg.electionTimeoutMin/4, 2*step + step/2 + cfg.electionTimeoutMin/4},
+		{"e", 2, 3*step + cfg.electionTimeoutMin/2, 3*step + step/2 + cfg.electionTimeoutMin/2},
+		{"g", 3, 4*step + cfg.electionTimeoutMin/2, 4*step + step/2 + cfg.electionTimeoutMin/2},
+	} {
+		e := newElection(cfg, pid(tc.self), "leader", newStateHarness(t, Options{}).e.rng, nil)
+		e.start(t0)
+		for _, p := range []string{"a", "c", "e", "g"} {
+			if p != tc.self {
+				e.heard(pid(p), "leader")
+			}
+		}
+		d := e.fastFailoverDelay(true)
+		assert.GreaterOrEqual(t, d, tc.min, "rank %d", tc.rank)
+		assert.LessOrEqual(t, d, tc.max, "rank %d", tc.rank)
+		assert.Equal(t, uint64(min(tc.rank, 1)), e.waveDelayed, "rank %d: counted as waiting for the wave", tc.rank)
+	}
+}
+
+func TestFailoverWaveCountsTheFailoversOfOneWindow(t *testing.T) {
+	var w failoverWave
+	window := 50 * time.Millisecond
+	for i := 0; i < 5; i++ {
+		assert.Equal(t, i, w.join(t0.Add(time.Duration(i)*time.Millisecond), window))
+	}
+	assert.Equal(t, 5, w.join(t0.Add(window), window), "the window's last instant is still the wave")
+	assert.Equal(t, 0, w.join(t0.Add(window+time.Millisecond), window), "a failover after the window starts a new wave")
+	assert.Equal(t, 1, w.join(t0.Add(window+2*time.Millisecond), window))
+	assert.Equal(t, 0, w.join(t0, window), "a clock that went back starts a new wave")
+	var none *slot
+	assert.Equal(t, 0, none.joinWave(t0, window), "an election without a hub is never in a wave")
+	assert.Equal(t, 0, (&slot{}).joinWave(t0, window), "nor is one whose hub has not added it")
 }
 
 func TestLeaderStepsDownWithoutAcknowledgements(t *testing.T) {

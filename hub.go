@@ -72,6 +72,7 @@ type hubPeer struct {
 type hub struct {
 	process   gen.Process
 	clock     func() time.Time
+	wave      failoverWave // the node's fast failovers (wave.go)
 	slots     map[gen.PID]*slot
 	order     []*slot // the slots, by actor: deterministic sends, and no map lookup per slot per tick
 	byCluster map[string][]*slot
@@ -176,6 +177,9 @@ func (h *hub) join(s *slot) {
 // add records a joined actor's slot and gives it its key.
 func (h *hub) add(s *slot) {
 	h.slots[s.actor] = s
+	s.mu.Lock()
+	s.wave = &h.wave
+	s.mu.Unlock()
 	h.intervalKnown = false
 	// in order by actor, inserted rather than sorted: ten thousand joins
 	// must not sort ten thousand slots each

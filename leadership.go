@@ -233,7 +233,8 @@ func (e *election) leaderLost(pid gen.PID) {
 	if e.role != roleFollower || e.switches.noFastFailover {
 		return
 	}
-	e.armTimer(timerFast, e.fastFailoverDelay())
+	others := e.shared.joinWave(e.now, waveWindow(e.cfg))
+	e.armTimer(timerFast, e.fastFailoverDelay(others >= waveThreshold))
 }
 
 // fastFailoverDelay staggers the survivors' pre-votes by their rank among the
@@ -253,7 +254,11 @@ func (e *election) leaderLost(pid gen.PID) {
 // It was half a step until the lab aborted both ends of every connection
 // at once and found the two runtimes of a loaded box noticing a few
 // milliseconds apart (TestLabPartitionWalkthrough/abort).
-func (e *election) fastFailoverDelay() time.Duration {
+//
+// In a wave (many elections of this node failing over at once, wave.go) a
+// survivor ranked after the first waits waveExtra more, so that the first
+// one's pre-vote reaches it before its own pre-vote goes out.
+func (e *election) fastFailoverDelay(inWave bool) time.Duration {
 	step := max(e.cfg.electionTimeoutMin/30, time.Millisecond)
 	rank := 0
 	for _, m := range e.members {
@@ -261,7 +266,12 @@ func (e *election) fastFailoverDelay() time.Duration {
 			rank++
 		}
 	}
-	return step + time.Duration(rank)*step + time.Duration(e.rng.Int64N(int64(step/2)+1))
+	delay := step + time.Duration(rank)*step + time.Duration(e.rng.Int64N(int64(step/2)+1))
+	if inWave && rank > 0 {
+		e.waveDelayed++
+		delay += waveExtra(e.cfg, rank)
+	}
+	return delay
 }
 
 // failingOverFast reports whether this follower saw its leader's down and

@@ -1,0 +1,74 @@
+package leader
+
+import (
+	"testing"
+	"time"
+)
+
+// TestSimulationAWaveOfFailoversPreVotesOnce: when a node that leads many
+// elections crashes, each of its elections should cost the survivors one
+// pre-vote round, the first-ranked survivor's. On a network slow enough
+// that the first one's pre-vote reaches the other survivor after that
+// one's own fast-failover timer (as the queues of a busy node make it in
+// a real wave), the later-ranked survivor pre-voted too, only to be
+// refused: a wasted round per election, in the milliseconds the winning
+// rounds need. In a wave it waits longer (wave.go). The first failovers
+// of a node, before it has seen waveThreshold others, are not in a wave
+// yet and may still pre-vote twice.
+func TestSimulationAWaveOfFailoversPreVotesOnce(t *testing.T) {
+	for _, seed := range scenarioSeeds(t, 4) {
+		s := newSimTest(t, seed, simNetwork{minDelay: 6 * time.Millisecond, maxDelay: 9 * time.Millisecond})
+		s.replay = t.Name()
+		f, _ := startSimFleet(s, 3, manyElections(simOptions(), 90), protocolSwitches{})
+		if _, ok := f.runUntilConverged(20 * time.Second); ok == false {
+			t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
+		}
+		s.runFor(4 * time.Second)
+		victim, _ := f.busiest()
+		led := f.ledBy(victim)
+		if len(led) < 3*waveThreshold {
+			t.Fatalf("seed %d: %s leads %d elections, too few for a wave", seed, victim, len(led))
+		}
+		rounds := make(map[*simActor]uint64)
+		for _, c := range led {
+			for name, b := range c.actors {
+				if name != victim {
+					rounds[b] = b.state.fastRounds
+				}
+			}
+		}
+		s.note("NEMESIS crash %s, which leads %d elections", victim, len(led))
+		f.clusters[0].crash(victim)
+		cfg := f.clusters[0].cfg()
+		s.runFor(cfg.electionTimeoutMin)
+		twice, waited := 0, uint64(0)
+		for _, c := range led {
+			if ledApartFrom(c, victim) == false {
+				t.Fatalf("seed %d: election %q has no new leader %s after the crash\n%s", seed, c.options.ClusterID, cfg.electionTimeoutMin, s.report())
+			}
+			prevoted := 0
+			for name, b := range c.actors {
+				if name == victim {
+					continue
+				}
+				if b.state.fastRounds > rounds[b] {
+					prevoted++
+				}
+				waited += b.state.waveDelayed
+			}
+			if prevoted > 1 {
+				twice++
+			}
+		}
+		// at most the failovers each survivor node started before it knew
+		// it was in a wave
+		if twice > 2*waveThreshold {
+			t.Fatalf("seed %d: in %d of the %d elections the crash took, both survivors pre-voted (at most %d expected: the failovers before each node saw a wave)\n%s",
+				seed, twice, len(led), 2*waveThreshold, s.report())
+		}
+		if waited == 0 {
+			t.Fatalf("seed %d: no fast failover waited for a wave of %d", seed, len(led))
+		}
+		requireNoViolation(t, s)
+	}
+}
