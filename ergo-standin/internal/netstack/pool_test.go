@@ -255,6 +255,25 @@ func TestTypesProcessWide(t *testing.T) {
 	}
 }
 
+// connectThroughProxy starts nodes a and b, routes a to b through a TCP
+// proxy, connects them and waits for the default pool of 3 links on both
+// sides. It returns a's connection to b.
+func connectThroughProxy(t *testing.T) (a, b *node, p *tcpProxy, ca *conn) {
+	t.Helper()
+	a = startNode(t, "a")
+	b = startNode(t, "b")
+	p = startProxy(t, addrOf(b))
+	if err := a.AddRoute(string(b.name), gen.NetworkRoute{Route: gen.Route{Host: "127.0.0.1", Port: p.port()}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.GetNode(b.name); err != nil {
+		t.Fatal(err)
+	}
+	ca = connOf(a, b.name)
+	eventually(t, "3 links on both sides", func() bool { return linkCount(ca) == 3 && linkCount(connOf(b, a.name)) == 3 })
+	return a, b, p, ca
+}
+
 // The default pool has 3 links. The accepting side advertises the local
 // address of the accepted socket, so a proxy in front of the acceptor
 // carries the first link only; the extra links, and the re-dial of the
@@ -262,17 +281,7 @@ func TestTypesProcessWide(t *testing.T) {
 // connection survives. What the dialer sends over the re-dialed link is
 // lost: its writer stays bound to the socket the link started with.
 func TestPoolThroughProxy(t *testing.T) {
-	a := startNode(t, "a")
-	b := startNode(t, "b")
-	p := startProxy(t, addrOf(b))
-	if err := a.AddRoute(string(b.name), gen.NetworkRoute{Route: gen.Route{Host: "127.0.0.1", Port: p.port()}}, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.GetNode(b.name); err != nil {
-		t.Fatal(err)
-	}
-	ca := connOf(a, b.name)
-	eventually(t, "3 links on both sides", func() bool { return linkCount(ca) == 3 && linkCount(connOf(b, a.name)) == 3 })
+	a, b, p, ca := connectThroughProxy(t)
 	cb := connOf(b, a.name)
 	if size, _, dsn := ca.poolInfo(); size != 3 || len(dsn) != 1 || dsn[0] != addrOf(b) {
 		t.Fatalf("dialer pool size %d, DSN %v (acceptor at %s)", size, dsn, addrOf(b))
@@ -529,17 +538,7 @@ func TestSimultaneousConnectConverges(t *testing.T) {
 func TestRedialedLinkOfADyingPeerEndsTheConnection(t *testing.T) {
 	defer func(d time.Duration) { relinkPause = d }(relinkPause)
 	relinkPause = time.Hour
-	a := startNode(t, "a")
-	b := startNode(t, "b")
-	p := startProxy(t, addrOf(b))
-	if err := a.AddRoute(string(b.name), gen.NetworkRoute{Route: gen.Route{Host: "127.0.0.1", Port: p.port()}}, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.GetNode(b.name); err != nil {
-		t.Fatal(err)
-	}
-	ca := connOf(a, b.name)
-	eventually(t, "3 links on both sides", func() bool { return linkCount(ca) == 3 && linkCount(connOf(b, a.name)) == 3 })
+	a, b, p, ca := connectThroughProxy(t)
 	p.cut()
 	eventually(t, "the first link re-dialed to the acceptor", func() bool {
 		return linkAddrs(ca)[0] == addrOf(b) && linkCount(connOf(b, a.name)) == 3
