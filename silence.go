@@ -77,6 +77,10 @@ func (e *election) findSilentConnections() {
 		if silent >= bound/2 && m.inboundSampledAt.Before(m.awaitingSince) {
 			m.inboundSampledAt = e.now
 			e.out.sampleInbound = append(e.out.sampleInbound, m.node)
+			// a reset needs the count to stay still after the sample
+			// (resetConnection): not in the step that takes it, which
+			// a chore that comes rarely would otherwise try
+			continue
 		}
 		if silent < bound {
 			continue

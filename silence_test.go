@@ -209,3 +209,50 @@ func TestIdleLeaderArmsItsChoreTimerOnlyForAChore(t *testing.T) {
 	require.NotEmpty(t, out.timers)
 	assert.Equal(t, h.e.choreInterval(), out.timers[len(out.timers)-1].after)
 }
+
+// A follower whose leader's heartbeats come through the hub handles none,
+// so it looks for silent connections on a chore timer of its own, armed
+// only while a member owes it an answer. A member that answers nothing
+// has its connection sampled at the first chore and reset half a silence
+// bound later: on a framework with the simultaneous-connect bug, two
+// followers whose Hellos crossed otherwise never hear from each other.
+func TestFollowerWithAHubResetsASilentConnection(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
+	h.e.shared = &slot{}
+	for _, m := range h.e.members {
+		m.awaitingSince, m.watchAskedAt = time.Time{}, time.Time{}
+	}
+	h.e.keepChoreTimer()
+	require.False(t, h.e.timers[timerHeartbeat].armed, "nothing owed: no chore timer")
+
+	h.e.members[node("c")].awaitingSince = h.now // a Hello to c, unanswered
+	h.e.keepChoreTimer()
+	require.True(t, h.e.timers[timerHeartbeat].armed, "c owes an answer: a chore timer")
+	out := h.e.takeEffects()
+	require.NotEmpty(t, out.timers)
+	assert.Equal(t, h.e.choreInterval(), out.timers[len(out.timers)-1].after)
+
+	h.advance(h.e.choreInterval())
+	out = h.fire(timerHeartbeat)
+	assert.Equal(t, []gen.Atom{node("c")}, out.sampleInbound, "first the evidence: the connection's inbound count")
+	assert.Empty(t, out.reset)
+	require.True(t, h.e.timers[timerHeartbeat].armed)
+	require.NotEmpty(t, out.timers)
+	assert.Equal(t, h.e.silenceBound()/2, out.timers[len(out.timers)-1].after, "back half a bound later, not a chore interval")
+
+	h.advance(h.e.silenceBound() / 2)
+	out = h.fire(timerHeartbeat)
+	assert.Equal(t, []gen.Atom{node("c")}, out.reset, "then the reset")
+	assert.Equal(t, roleFollower, h.e.role)
+}
+
+// Without a hub the follower's leader's heartbeats do the looking
+// (handleHeartbeat): no chore timer, as before coalescing.
+func TestFollowerWithoutAHubHasNoChoreTimer(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
+	h.e.members[node("c")].awaitingSince = h.now
+	h.e.keepChoreTimer()
+	assert.False(t, h.e.timers[timerHeartbeat].armed)
+}
