@@ -365,6 +365,16 @@ func (c *simCluster) blackhole(from, to gen.Atom) {
 	c.sim.links[[2]gen.Atom{from, to}] = linkBlackhole
 }
 
+// crossDials makes the next connection between a and b one that both ends
+// report up and that carries nothing either way: on the v320 branch, two
+// nodes that dial each other at the same moment can each keep the
+// connection the other dialed and leak their own. A new connection (after
+// a reset) works.
+func (c *simCluster) crossDials(a, b gen.Atom) {
+	c.sim.note("CROSSED DIALS %s <-> %s", a, b)
+	c.sim.deadNext[pairKey(a, b)] = true
+}
+
 func (c *simCluster) heal() {
 	c.sim.note("HEAL")
 	c.sim.links = make(map[[2]gen.Atom]linkMode)

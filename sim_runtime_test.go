@@ -81,11 +81,16 @@ type simulator struct {
 	seq     uint64
 	stopped bool
 
-	net      simNetwork
-	links    map[[2]gen.Atom]linkMode // directed
-	conns    map[[2]gen.Atom]uint64   // undirected, sorted pair -> connection epoch (0 = none)
-	epochs   uint64
-	lastSend map[[2]gen.Atom]time.Time // FIFO delivery per directed link
+	net   simNetwork
+	links map[[2]gen.Atom]linkMode // directed
+	conns map[[2]gen.Atom]uint64   // undirected, sorted pair -> connection epoch (0 = none)
+	// deadNext marks pairs whose next connection carries nothing either
+	// way while both ends report it up (crossDials); deadEpochs are those
+	// connections
+	deadNext   map[[2]gen.Atom]bool
+	deadEpochs map[uint64]bool
+	epochs     uint64
+	lastSend   map[[2]gen.Atom]time.Time // FIFO delivery per directed link
 	// messages that arrived over each directed link, per connection epoch:
 	// RemoteNodeInfo.MessagesIn of the receiving end
 	arrived map[simArrivalKey]uint64
@@ -120,18 +125,20 @@ type simNode struct {
 func newSimulator(seed uint64, network simNetwork) *simulator {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := &simulator{
-		seed:     seed,
-		rng:      rand.New(rand.NewPCG(seed, 0x5eed)),
-		start:    start,
-		now:      start,
-		net:      network,
-		links:    make(map[[2]gen.Atom]linkMode),
-		conns:    make(map[[2]gen.Atom]uint64),
-		lastSend: make(map[[2]gen.Atom]time.Time),
-		arrived:  make(map[simArrivalKey]uint64),
-		nodes:    make(map[gen.Atom]*simNode),
-		monitors: make(map[gen.PID]map[gen.PID]bool),
-		nodeMons: make(map[gen.PID]map[gen.Atom]bool),
+		seed:       seed,
+		rng:        rand.New(rand.NewPCG(seed, 0x5eed)),
+		start:      start,
+		now:        start,
+		net:        network,
+		links:      make(map[[2]gen.Atom]linkMode),
+		conns:      make(map[[2]gen.Atom]uint64),
+		lastSend:   make(map[[2]gen.Atom]time.Time),
+		deadNext:   make(map[[2]gen.Atom]bool),
+		deadEpochs: make(map[uint64]bool),
+		arrived:    make(map[simArrivalKey]uint64),
+		nodes:      make(map[gen.Atom]*simNode),
+		monitors:   make(map[gen.PID]map[gen.PID]bool),
+		nodeMons:   make(map[gen.PID]map[gen.Atom]bool),
 	}
 	s.check = s.addChecker()
 	s.replay = "TestSimulationRandomSeeds"
@@ -253,6 +260,11 @@ func (s *simulator) connect(a, b gen.Atom) uint64 {
 	}
 	s.epochs++
 	s.conns[key] = s.epochs
+	if s.deadNext[key] {
+		delete(s.deadNext, key)
+		s.deadEpochs[s.epochs] = true
+		s.note("connection %s <-> %s carries nothing (crossed dials)", a, b)
+	}
 	return s.epochs
 }
 
@@ -364,7 +376,7 @@ func (s *simulator) send(from gen.PID, to any, message any) error {
 	if pid, ok := to.(gen.PID); ok && pid.Creation != s.nodes[dst].creation {
 		return gen.ErrProcessIncarnation
 	}
-	if s.link(from.Node, dst) == linkBlackhole {
+	if s.link(from.Node, dst) == linkBlackhole || s.deadEpochs[epoch] {
 		s.note("blackholed %s", desc)
 		return nil
 	}

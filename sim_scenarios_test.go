@@ -266,3 +266,46 @@ func TestSimulationAStalledActorMarksItsNodeStarved(t *testing.T) {
 		requireNoViolation(t, s)
 	}
 }
+
+// TestSimulationFollowersWithACrossedConnectionMeet: two nodes whose first
+// connection carries nothing either way while both report it up (the v320
+// branch's crossed dials). When the third node leads, the two follow it
+// through the node's liveness hub and handle no heartbeats: only their own
+// chore timer finds the silence and resets the connection, and they must
+// know each other within a few chore intervals. When one of the two leads,
+// its heartbeats go unanswered and its own chores do the same.
+func TestSimulationFollowersWithACrossedConnectionMeet(t *testing.T) {
+	outsideLed := 0
+	for seed := uint64(1); seed <= 30; seed++ {
+		s := newSimTest(t, seed, lanNetwork())
+		f := newSimFleet(s, []Options{simOptions()}, protocolSwitches{})
+		c := f.clusters[0]
+		names := []gen.Atom{c.newName(), c.newName(), c.newName()}
+		f.list(names)
+		c.crossDials(names[1], names[2])
+		for _, name := range names {
+			c.start(name)
+		}
+		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
+			t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
+		}
+		if c.leaders()[0].PID().Node == names[0] {
+			outsideLed++
+		}
+		b, cc := c.actors[names[1]], c.actors[names[2]]
+		bound := 3 * b.state.choreInterval()
+		start := s.now
+		for s.now.Sub(start) < bound && (b.HasPeer(cc.PID()) == false || cc.HasPeer(b.PID()) == false) {
+			s.runFor(10 * time.Millisecond)
+		}
+		requireNoViolation(t, s)
+		if b.HasPeer(cc.PID()) == false || cc.HasPeer(b.PID()) == false {
+			t.Fatalf("seed %d: %s and %s, whose connection carries nothing, still do not know each other %s after convergence (leader %s)\n%s",
+				seed, names[1], names[2], bound, c.leaders()[0].PID().Node, s.report())
+		}
+	}
+	if outsideLed == 0 {
+		t.Fatal("the third node led in no seed: the followers' case was not tested")
+	}
+	t.Logf("the third node led in %d of 30 seeds", outsideLed)
+}
