@@ -50,7 +50,7 @@ func newHubBench(elections int) *hubBench {
 				s.park(timerLease, parkedTimer{generation: 1, at: b.now.Add(140 * time.Millisecond), lease: 140 * time.Millisecond, need: 1}, b.now, parkHorizon(interval))
 			} else {
 				s.share(grant{follow: members[lead], followTerm: 1})
-				s.park(timerElection, parkedTimer{generation: 1, at: b.now.Add(200 * time.Millisecond), latest: b.now.Add(time.Hour), slack: 200 * time.Millisecond}, b.now, parkHorizon(interval))
+				s.park(timerElection, parkedTimer{generation: 1, at: b.now.Add(200 * time.Millisecond), slack: 200 * time.Millisecond}, b.now, parkHorizon(interval))
 			}
 			b.hubs[n].add(s)
 		}

@@ -223,12 +223,12 @@ func (e *election) keepChoreTimer() {
 // half a silence bound later to reset, instead of a chore interval later.
 // On the v320 branch, 7 of 10 three-node clusters had such a pair; with
 // this chore each got acquainted within 7 s. A follower's parked election
-// timer also has a chore deadline (parkTerms), but run from there alone
+// timer used to carry a chore deadline instead, but run from there alone
 // the chore left 5 of 10 such starts unacquainted after 15 s: every step
-// parks the timer again with a deadline a chore interval from that step,
-// and a follower that takes a step more often than that for anything
-// else (one every 100 ms in the traces) never reaches it. Hence a timer
-// of the follower's own, armed once and not moved by the steps between.
+// parked the timer again with a deadline a chore interval from that step,
+// and a follower that took a step more often than that for anything else
+// (one every 100 ms in the traces) never reached it. Hence a timer of the
+// follower's own, armed once and not moved by the steps between.
 func (e *election) followerChore() {
 	if e.role != roleFollower {
 		return

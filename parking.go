@@ -23,14 +23,14 @@ import (
 //
 //   - a follower's election timer is due at its deadline, moved on by every
 //     round of the leader the hub answered for it (as the follower would
-//     move it), and, while the follower has chores pending (a request
-//     unanswered, a monitor unconfirmed: choresPending), at the latest
-//     after a chore interval, so that they still run now and then. A
-//     follower with none sleeps until its leader goes quiet: the chores it
-//     would wake for can only arise in a step of its own, at whose end the
-//     timer is parked again with the new terms. With a thousand elections
-//     on three nodes those wake-ups were two thirds of the actors' idle
-//     steps (about 400 a second), each finding nothing to do;
+//     move it). A follower sleeps until its leader goes quiet; its chores,
+//     when it has any, run on a chore timer of its own (followerChore).
+//     With a thousand elections on three nodes the election timers' wake-
+//     ups were two thirds of the actors' idle steps (about 400 a second),
+//     each finding nothing to do. (The timer used to carry a chore
+//     deadline too, a chore interval after the step that parked it: every
+//     step moved it, and a follower that stepped more often for anything
+//     else never reached it);
 //   - a leader's lease timer is due when the lease the hub can prove from
 //     its own rounds and the acknowledgements they got runs out. The hub
 //     counts a subset of what the leader counts (only its own rounds, only
@@ -53,7 +53,6 @@ type parkedTimer struct {
 	active     bool // false while the actor runs a step, or nothing parked
 	generation uint64
 	at         time.Time     // when the actor's own timer would fire
-	latest     time.Time     // follower: fire by then whatever the hub saw
 	slack      time.Duration // follower: its deadline is this long after its leader's newest round
 	lease      time.Duration // leader: how long an acknowledged round holds the lease
 	need       int           // leader: follower nodes whose acknowledgements a lease needs
@@ -140,9 +139,6 @@ func (s *slot) dueAt(i int) time.Time {
 			if t := s.beatAt.Add(p.slack); t.After(at) {
 				at = t
 			}
-		}
-		if p.latest.IsZero() == false && at.After(p.latest) {
-			at = p.latest
 		}
 	case timerLease:
 		if t := s.hubLease(p.lease, p.need); t.After(at) {
@@ -385,15 +381,6 @@ func (a *Actor) parkTerms(kind timerKind, rec *actorTimer) parkedTimer {
 	switch kind {
 	case timerElection:
 		p.slack = a.state.randomTimeout()
-		if a.state.choresPending() {
-			// A chore interval from now, not from rec.at: the hub may
-			// have postponed the timer for a long time, and a deadline
-			// counted from when it was first armed would be long past.
-			// Then every follower that gained a chore (after a node
-			// crash: its probe of the lost member) was woken at once,
-			// in the middle of the failover, only to be parked again.
-			p.latest = later(rec.at, a.clock()).Add(a.state.choreInterval())
-		}
 	case timerLease:
 		p.lease, p.need = a.state.leaseDuration(), a.state.quorum()-1
 	}

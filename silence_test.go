@@ -167,8 +167,8 @@ func TestRedialPauseHoldsForEveryDialerOfTheNode(t *testing.T) {
 }
 
 // A chore has something to look at only while a member owes an answer or
-// a monitor is unconfirmed; an election with neither parks its timers with
-// no chore deadline (parking.go).
+// a monitor is unconfirmed; an election with neither has no chore tick
+// (keepChoreTimer).
 func TestChoresArePendingOnlyWhileSomethingIsOwed(t *testing.T) {
 	h := leaderOfThree(t)
 	for _, m := range h.e.members {
