@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -70,12 +71,16 @@ type hubPeer struct {
 
 // hub is the liveness hub process.
 type hub struct {
-	process   gen.Process
-	clock     func() time.Time
-	wave      failoverWave // the node's fast failovers (wave.go)
-	slots     map[gen.PID]*slot
-	order     []*slot // the slots, by actor: deterministic sends, and no map lookup per slot per tick
-	byCluster map[string][]*slot
+	process gen.Process
+	clock   func() time.Time
+	wave    failoverWave // the node's fast failovers (wave.go)
+	slots   map[gen.PID]*slot
+	order   []*slot // the slots, by actor: deterministic sends, and no map lookup per slot per tick
+	// orderQuiet[i] is order[i]'s quietUntil, in quietBlock-sized blocks
+	// of adjacent cells (quietCell)
+	orderQuiet []*atomic.Int64
+	quietFree  []atomic.Int64 // the rest of the newest block
+	byCluster  map[string][]*slot
 	// keys (routes.go): byKey finds a slot by the key this hub gave it,
 	// routes another hub's keys by the node they come from
 	nextKey      uint64
@@ -177,14 +182,17 @@ func (h *hub) join(s *slot) {
 // add records a joined actor's slot and gives it its key.
 func (h *hub) add(s *slot) {
 	h.slots[s.actor] = s
+	cell := h.quietCell()
 	s.mu.Lock()
 	s.wave = &h.wave
+	s.quietUntil = cell // 0: the first tick visits it
 	s.mu.Unlock()
 	h.intervalKnown = false
 	// in order by actor, inserted rather than sorted: ten thousand joins
 	// must not sort ten thousand slots each
 	at, _ := slices.BinarySearchFunc(h.order, s, func(a, b *slot) int { return comparePID(a.actor, b.actor) })
 	h.order = slices.Insert(h.order, at, s)
+	h.orderQuiet = slices.Insert(h.orderQuiet, at, cell)
 	h.byCluster[s.cluster] = append(h.byCluster[s.cluster], s)
 	h.nextKey++
 	s.key = h.nextKey
@@ -202,7 +210,10 @@ func (h *hub) leave(actor gen.PID) {
 	delete(h.byKey, s.key)
 	h.slotsVersion++
 	h.intervalKnown = false
-	h.order = slices.DeleteFunc(h.order, func(x *slot) bool { return x == s })
+	if at := slices.Index(h.order, s); at >= 0 {
+		h.order = slices.Delete(h.order, at, at+1)
+		h.orderQuiet = slices.Delete(h.orderQuiet, at, at+1)
+	}
 	list := slices.DeleteFunc(h.byCluster[s.cluster], func(x *slot) bool { return x == s })
 	if len(list) == 0 {
 		delete(h.byCluster, s.cluster)
@@ -253,6 +264,21 @@ func (h *hub) tick() {
 	h.openRounds(h.order, true)
 }
 
+// quietBlock is how many quietUntil cells the hub allocates at once.
+const quietBlock = 512
+
+// quietCell returns a fresh quietUntil cell next to the previous one's.
+// The cells of slots that left are not reused: a slot's actor may still
+// clear its cell after the hub dropped it.
+func (h *hub) quietCell() *atomic.Int64 {
+	if len(h.quietFree) == 0 {
+		h.quietFree = make([]atomic.Int64, quietBlock)
+	}
+	cell := &h.quietFree[0]
+	h.quietFree = h.quietFree[1:]
+	return cell
+}
+
 // retick is the hub coming back for the leaders the last tick or retick
 // found in the middle of a step.
 func (h *hub) retick() {
@@ -272,11 +298,12 @@ func (h *hub) openRounds(slots []*slot, ticking bool) {
 	var wake []gen.PID
 	var due []parkedWake
 	horizon := parkHorizon(h.interval())
-	for _, s := range slots {
+	// a tick passes h.order, whose quiet times are h.orderQuiet
+	for i, s := range slots {
 		if ticking == false && h.slots[s.actor] != s {
 			continue // it terminated since the tick
 		}
-		if ticking && now.UnixNano() < s.quietUntil.Load() {
+		if ticking && now.UnixNano() < h.orderQuiet[i].Load() {
 			continue // a follower with nothing due yet (slot.quietUntil)
 		}
 		s.mu.Lock()
@@ -287,7 +314,7 @@ func (h *hub) openRounds(slots []*slot, ticking bool) {
 			if s.inStep && s.leading {
 				h.pending = append(h.pending, s)
 			} else if ticking {
-				s.quietUntil.Store(s.quietFor(horizon))
+				s.quiet().Store(s.quietFor(horizon))
 			}
 			s.mu.Unlock()
 			continue

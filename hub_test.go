@@ -394,6 +394,42 @@ func TestAppendRecentKeepsTheNewestRounds(t *testing.T) {
 	assert.Equal(t, uint64(3*recentStamps+1), list[recentStamps-1].round)
 }
 
+// The hub reads the followers' quiet times from a block of its own, in
+// the order of its slots; a slot that leaves takes its entry along, so
+// the slots after it are still read from their own. Were the entries to
+// shift against the slots, c would be read as quiet from b's entry and its
+// timer would not fire.
+func TestHubQuietTimesStayWithTheirSlotsWhenOneLeaves(t *testing.T) {
+	now := t0
+	horizon := parkHorizon(50 * time.Millisecond)
+	slots := map[string]*slot{}
+	var list []*slot
+	for _, name := range []string{"a", "b", "c"} {
+		s := &slot{cluster: "c-" + name, actor: pid(name), interval: 50 * time.Millisecond}
+		slots[name] = s
+		list = append(list, s)
+	}
+	h, p := newTestHub(list...)
+	h.clock = func() time.Time { return now }
+	for _, s := range list {
+		_, parked := s.park(timerElection, parkedTimer{generation: 1, at: t0.Add(time.Second)}, now, horizon)
+		require.True(t, parked)
+	}
+	h.tick()
+	for name, s := range slots {
+		require.Equal(t, t0.Add(time.Second).Add(-horizon).UnixNano(), s.quietUntil.Load(), "%s is quiet", name)
+	}
+
+	h.leave(pid("b"))
+	_, parked := slots["c"].park(timerElection, parkedTimer{generation: 2, at: now.Add(horizon + time.Millisecond)}, now, horizon)
+	require.True(t, parked)
+	now = now.Add(2 * time.Millisecond)
+	p.sent = nil
+	h.tick()
+	assert.Contains(t, p.sent, hubWake{Kind: timerElection, Generation: 2}, "c's timer, now within the horizon, fires")
+	assert.NotContains(t, p.sent, hubWake{Kind: timerElection, Generation: 1}, "a's timer is not near yet")
+}
+
 // A follower's slot with nothing due is passed by at the hub's ticks
 // without taking its lock (slot.quietUntil) until its parked timer comes
 // within the horizon, and the timer still fires on time; whatever the

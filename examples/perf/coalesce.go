@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -293,20 +294,51 @@ func (h *harness) crashMany(p *plan, victim gen.Atom, within time.Duration) kill
 	}
 	h.cl.Kill(victim)
 	deadline := start.Add(within)
+	// While the survivors elect, this loop reads only the recorded
+	// callbacks, and only of the clusters that had one since the last
+	// look: a poll of every pending cluster, or an Inspect of every member,
+	// would take CPU from the elections it times. Inspect confirms the
+	// agreements once every cluster has one; one that it does not confirm
+	// is looked at again.
+	h.rec.takeChanged()
+	agreed := make(map[string]agreement, len(pending))
+	look := maps.Clone(pending)
 	for len(pending) > 0 && p.interrupted() == false {
-		for id, g := range pending {
+		for id := range look {
+			if _, ok := pending[id]; ok == false {
+				continue
+			}
 			a, ok := h.rec.agreed(id, survivors)
-			if ok && a.leader.Node != victim && a.at.After(start) && h.confirm(g, survivors, a) {
+			if ok && a.leader.Node != victim && a.at.After(start) {
+				agreed[id] = a
+			} else {
+				delete(agreed, id)
+			}
+		}
+		look = nil
+		if len(agreed) == len(pending) {
+			for id, a := range agreed {
+				if h.confirm(pending[id], survivors, a) == false {
+					continue
+				}
 				k.took = append(k.took, a.at.Sub(start))
 				k.terms = append(k.terms, a.term-before[id].term)
 				k.ids = append(k.ids, id)
 				delete(pending, id)
 			}
+			clear(agreed)
+			look = maps.Clone(pending)
 		}
 		if len(pending) == 0 || time.Now().After(deadline) {
 			break
 		}
 		h.rec.wait(20 * time.Millisecond)
+		for id := range h.rec.takeChanged() {
+			if look == nil {
+				look = make(map[string]group)
+			}
+			look[id] = group{}
+		}
 	}
 	for id, g := range pending {
 		k.lost = append(k.lost, id+": "+h.describe(g, survivors))
