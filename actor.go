@@ -181,6 +181,8 @@ type Actor struct {
 	watching     map[gen.PID]gen.Atom       // the same, by the helper's PID
 	held         map[gen.Atom][]heldMessage // sends waiting for the dialer (dialer.go)
 	losses       *lossBoard                 // connection losses as the watcher saw them
+	hints        *downHints                 // which downs the watchers may hand over late
+	hinted       downHintsState             // what hints says now
 
 	// Injected by the deterministic simulator; production uses the wall
 	// clock and a randomly seeded source.
@@ -234,6 +236,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	}
 
 	a.losses = &lossBoard{}
+	a.hints = &downHints{pause: lazyDownPause(cfg)}
 	a.noCoalescing = options.DisableCoalescing
 	a.state = newElection(cfg, a.PID(), a.Name(), a.rng, a.Log())
 	a.state.switches = a.switches
@@ -589,6 +592,7 @@ func (a *Actor) flush() error {
 		}
 		a.state.endTurn()
 		a.state.keepChoreTimer()
+		a.hint()
 		out := a.state.takeEffects()
 		if out.empty() && a.state.confirming == false && a.state.public() == a.reported {
 			a.updateKind()
@@ -664,7 +668,7 @@ func (a *Actor) watch(pid gen.PID) {
 	watcher, ok := a.watchers[pid.Node]
 	if ok == false {
 		var err error
-		watcher, err = a.Spawn(factoryWatcher, gen.ProcessOptions{LinkParent: true}, a.losses, a.clock)
+		watcher, err = a.Spawn(factoryWatcher, gen.ProcessOptions{LinkParent: true}, a.losses, a.hints, a.clock)
 		if err != nil {
 			a.Log().Error("leader %q: cannot start a watcher process (%s): the downs of %s will not be seen, so a failover waits for the election timeout and a terminated peer leaves only through GhostTTL or Leave", a.state.cfg.clusterID, err, pid.Node)
 			return
@@ -744,6 +748,8 @@ func (a *Actor) watched(now time.Time, report any) {
 	case peerDown:
 		if a.state.down(now, r.PID, r.Reason) == false {
 			a.state.drop("stale_down")
+		} else if r.Since.IsZero() == false {
+			a.state.backdateLoss(r.PID.Node, r.Since)
 		}
 	case watchFailed:
 		a.state.monitorFailed(now, r.PID, r.Err)

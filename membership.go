@@ -411,6 +411,18 @@ func (e *election) ghostProbeSpacing() time.Duration {
 
 // armGhostTimer schedules the next sweep: the earliest ghost expiry or the
 // earliest probe of a ghost, whichever comes first.
+// backdateLoss moves the start of node's member's unreachability back to
+// at, when the down reached the actor late (downHints): GhostTTL counts
+// from the loss, not from when the actor got to it.
+func (e *election) backdateLoss(node gen.Atom, at time.Time) {
+	m, ok := e.members[node]
+	if ok == false || m.unreachableSince.After(at) == false {
+		return
+	}
+	m.unreachableSince = at
+	e.armGhostTimer()
+}
+
 func (e *election) armGhostTimer() {
 	var next time.Time
 	for _, m := range e.members {

@@ -173,13 +173,15 @@ func TestNemesisForgedDowns(t *testing.T) {
 		// node restarts under its name and downs for the old process come
 		old := c.actors[followers[1]]
 		c.crash(old.PID().Node)
-		s.runFor(10 * time.Millisecond)
+		// the followers get the loss of a member that is not their leader
+		// late (downHints)
+		s.runFor(lazyDownPause(c.cfg()) + 10*time.Millisecond)
 		before, want = c.droppedCounts(), make(map[*simActor]map[string]uint64)
 		for _, name := range c.liveNames() {
 			c.redeliver(c.actors[name], old.PID(), gen.ErrNoConnection)
 			want[c.actors[name]] = map[string]uint64{"stale_down": 1}
 		}
-		s.runFor(10 * time.Millisecond)
+		s.runFor(lazyDownPause(c.cfg()) + 10*time.Millisecond) // the watchers' pass too
 		requireViews(4, "a duplicated lost-connection down")
 		requireCounted(before, want, "a duplicated lost-connection down")
 		fresh := c.start(old.PID().Node)
@@ -197,7 +199,7 @@ func TestNemesisForgedDowns(t *testing.T) {
 			c.redeliver(b, old.PID(), gen.ErrNoConnection)
 			want[b] = map[string]uint64{"stale_down": 2}
 		}
-		s.runFor(10 * time.Millisecond)
+		s.runFor(lazyDownPause(c.cfg()) + 10*time.Millisecond) // a follower gets lost connections late
 		requireViews(4, "downs for a restarted member's old process")
 		requireCounted(before, want, "downs for a restarted member's old process")
 		for _, name := range c.liveNames() {

@@ -83,6 +83,9 @@ const nodeSettlePause = 50 * time.Millisecond
 type peerDown struct {
 	PID    gen.PID
 	Reason error
+	// Since is when the watcher got a down it handed over late
+	// (downHints); zero when it came at once
+	Since time.Time
 }
 
 // forgedDown reports a down-shaped message the framework did not deliver.
@@ -112,6 +115,7 @@ var watchRetryPauses = []time.Duration{
 type watcher struct {
 	process gen.Process
 	losses  *lossBoard
+	hints   *downHints
 	clock   func() time.Time
 	// watching holds the processes this watcher monitors (its Monitor
 	// succeeded and no down has come since): only for those does an
@@ -125,6 +129,86 @@ type watcher struct {
 	// processes reported down with their connection's end whose own down
 	// has not come yet (connectionLost)
 	reported map[gen.PID]struct{}
+}
+
+// downHints tell the watchers of an election which downs may wait. When a
+// node crashes, each survivor's elections all get a down for their member
+// there at once, a thousand with a thousand elections, and each down is an
+// actor step in the same milliseconds as the failovers of the elections
+// the node led. The followers of a living leader need none of those steps
+// soon: their lost member is not their leader, and what a follower does
+// with a member's lost connection (a probe, a mark in its view) is not
+// urgent. So a lost connection to a member other than the leader, while
+// the actor follows a leader it still hears, reaches the actor
+// lazyDownPause late, when the failovers are over. Nothing that safety
+// rests on waits: a leader's and a candidate's downs, the leader's down
+// itself, and every termination (not a lost connection) are forwarded at
+// once, and the lossBoard is marked at once whatever the delay (IsLeader
+// reads it). A down that arrives late is what the election handles anyway
+// when a watcher is busy (a monitor request stuck on a stalled node).
+type downHints struct {
+	mu        sync.Mutex
+	following bool    // a follower with a leader it hears
+	leader    gen.PID // that leader
+	pause     time.Duration
+}
+
+// set records the actor's role after a step.
+func (h *downHints) set(following bool, leader gen.PID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.following, h.leader = following, leader
+}
+
+// delay returns how long a down of pid for reason may wait; 0: none.
+func (h *downHints) delay(pid gen.PID, reason error) time.Duration {
+	if h == nil || errors.Is(reason, gen.ErrNoConnection) == false {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.following == false || pid == h.leader {
+		return 0
+	}
+	return h.pause
+}
+
+// downHintsState is what an actor last told its watchers (downHints).
+type downHintsState struct {
+	following bool
+	leader    gen.PID
+}
+
+// hint tells the watchers the actor's role after a step, when it changed.
+func (a *Actor) hint() {
+	now := downHintsState{following: a.state.role == roleFollower && a.state.leader != (gen.PID{})}
+	if now.following {
+		now.leader = a.state.leader
+	}
+	if now == a.hinted || a.hints == nil {
+		return
+	}
+	a.hinted = now
+	a.hints.set(now.following, now.leader)
+}
+
+// lazyDownPause is how late a down that may wait (downHints) reaches the
+// actor: half of ElectionTimeoutMin (75 ms at the defaults), longer than
+// the failovers of a node crash under a thousand elections take on two
+// cores, and short against GhostTTL, which still counts from the loss
+// (peerDown.Since). Until then the follower's view and Inspect show the
+// member as reachable.
+func lazyDownPause(cfg config) time.Duration { return cfg.electionTimeoutMin / 2 }
+
+// forward hands a down to the actor, at once or as late as hints allow.
+func (w *watcher) forward(parent gen.PID, pid gen.PID, reason error) {
+	if d := w.hints.delay(pid, reason); d > 0 {
+		late := peerDown{PID: pid, Reason: reason, Since: w.clock()}
+		if _, err := w.process.SendAfter(parent, late, d); err == nil {
+			return
+		}
+	}
+	w.process.Send(parent, peerDown{PID: pid, Reason: reason})
 }
 
 // lossBoard is where the watcher notes, the moment it gets the down, when
@@ -168,6 +252,8 @@ func (w *watcher) ProcessInit(process gen.Process, args ...any) error {
 		switch a := arg.(type) {
 		case *lossBoard:
 			w.losses = a
+		case *downHints:
+			w.hints = a
 		case func() time.Time:
 			w.clock = a
 		}
@@ -238,7 +324,7 @@ func (w *watcher) handle(m *gen.MailboxMessage, system bool) {
 		if w.losses != nil && errors.Is(message.Reason, gen.ErrNoConnection) {
 			w.losses.mark(message.PID.Node, w.clock())
 		}
-		w.process.Send(parent, peerDown{PID: message.PID, Reason: message.Reason})
+		w.forward(parent, message.PID, message.Reason)
 	}
 }
 
@@ -329,7 +415,7 @@ func (w *watcher) connectionLost(node gen.Atom) {
 		if w.losses != nil {
 			w.losses.mark(node, now)
 		}
-		w.process.Send(w.process.Parent(), peerDown{PID: pid, Reason: gen.ErrNoConnection})
+		w.forward(w.process.Parent(), pid, gen.ErrNoConnection)
 	}
 }
 

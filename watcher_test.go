@@ -184,3 +184,59 @@ func fromCore(message any) *gen.MailboxMessage {
 func fromSelf(p *scriptedProcess, message any) *gen.MailboxMessage {
 	return &gen.MailboxMessage{From: p.self, Type: gen.MailboxMessageTypeRegular, Message: message}
 }
+
+// A follower of a living leader gets a lost connection to another member
+// late (downHints): those are the steps a node crash makes every survivor
+// take at once. The leader's own down, any down while the actor leads or
+// campaigns, and a termination come at once, and the loss is on the board
+// for IsLeader at once whatever the delay.
+func TestWatcherDelaysOnlyTheLostConnectionsAFollowerCanWaitFor(t *testing.T) {
+	const pause = 75 * time.Millisecond
+	leader, other, third := pid("b"), pid("c"), pid("d")
+	cases := []struct {
+		name      string
+		following bool
+		down      gen.MessageDownPID
+		late      bool
+	}{
+		{"another member's lost connection, following", true, gen.MessageDownPID{PID: other, Reason: gen.ErrNoConnection}, true},
+		{"the leader's lost connection", true, gen.MessageDownPID{PID: leader, Reason: gen.ErrNoConnection}, false},
+		{"another member's termination", true, gen.MessageDownPID{PID: other, Reason: gen.TerminateReasonKill}, false},
+		{"another member's lost connection, not following", false, gen.MessageDownPID{PID: other, Reason: gen.ErrNoConnection}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := &scriptedProcess{self: pid("w"), parent: pid("a")}
+			hints := &downHints{pause: pause}
+			hints.set(c.following, leader)
+			w := &watcher{process: p, clock: func() time.Time { return t0 }, losses: &lossBoard{}, hints: hints}
+			w.watch(c.down.PID, 0)
+			p.sent, p.after = nil, nil
+			w.handle(fromCore(c.down), true)
+			want := peerDown{PID: c.down.PID, Reason: c.down.Reason}
+			if c.late {
+				want.Since = t0 // GhostTTL counts from here
+			}
+			require.Equal(t, []any{want}, p.sent)
+			if c.late {
+				assert.Equal(t, []time.Duration{pause}, p.after, "handed over late")
+			} else {
+				assert.Empty(t, p.after, "handed over at once")
+			}
+			if c.down.Reason == gen.ErrNoConnection {
+				assert.True(t, w.losses.since(c.down.PID.Node, t0), "the loss is on the board at once")
+			}
+		})
+	}
+
+	// a whole node's lost connection, reported with its end
+	p := &scriptedProcess{self: pid("w"), parent: pid("a")}
+	hints := &downHints{pause: pause}
+	hints.set(true, leader)
+	w := &watcher{process: p, clock: func() time.Time { return t0 }, losses: &lossBoard{}, hints: hints}
+	w.watch(third, 0)
+	p.sent, p.after = nil, nil
+	w.handle(fromCore(gen.MessageDownNode{Name: third.Node}), true)
+	assert.Equal(t, peerDown{PID: third, Reason: gen.ErrNoConnection, Since: t0}, p.sent[0])
+	assert.Equal(t, []time.Duration{pause}, p.after, "a follower's member's node: late too")
+}
