@@ -107,10 +107,11 @@ type slot struct {
 	// after a visit that found nothing to do; the actor clears it whenever
 	// it shares or parks anything new (share, park), since only that can
 	// bring a due time earlier: what the hub records itself (beats) only
-	// moves them later. The hub keeps it in a block of its own
-	// (hub.quietCells), so that its tick reads the quiet followers'
-	// times from adjacent memory instead of visiting every slot's; it is
-	// own until the hub adds the slot. Changed under mu.
+	// moves them later. It points into a block of cells the hub keeps in
+	// the order of its slots (hub.quietCell, hub.orderQuiet), so that a
+	// tick reads the quiet followers' times from adjacent memory instead
+	// of visiting each slot; until the hub adds the slot it is nil and
+	// quiet() uses own. The pointer changes under mu.
 	quietUntil *atomic.Int64
 	own        atomic.Int64
 }

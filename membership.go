@@ -409,8 +409,6 @@ func (e *election) ghostProbeSpacing() time.Duration {
 	return spacing + time.Duration(e.rng.Int64N(int64(spacing)/4+1))
 }
 
-// armGhostTimer schedules the next sweep: the earliest ghost expiry or the
-// earliest probe of a ghost, whichever comes first.
 // backdateLoss moves the start of node's member's unreachability back to
 // at, when the down reached the actor late (downHints): GhostTTL counts
 // from the loss, not from when the actor got to it.
@@ -423,6 +421,8 @@ func (e *election) backdateLoss(node gen.Atom, at time.Time) {
 	e.armGhostTimer()
 }
 
+// armGhostTimer schedules the next sweep: the earliest ghost expiry or the
+// earliest probe of a ghost, whichever comes first.
 func (e *election) armGhostTimer() {
 	var next time.Time
 	for _, m := range e.members {
