@@ -68,6 +68,10 @@ type ActorBehavior interface {
 	//   - ergo:prevote_rounds: pre-vote rounds started
 	//   - ergo:fast_failover_rounds: pre-votes started early after the leader's
 	//     down
+	//   - ergo:pledges_given: votes this node gave with its grants of fast
+	//     pre-votes (pledged votes)
+	//   - ergo:pledged_elections: elections this node started with votes
+	//     pledged to it counted
 	//   - ergo:fast_failovers_deferred: fast failovers this node gave up for
 	//     a survivor ranked before it
 	//   - ergo:fast_failovers_in_wave: fast failovers that waited longer

@@ -384,7 +384,7 @@ func (e *election) mayDelegateAcks() bool {
 	if e.promisedAck && e.promisedTo != e.leader && e.now.Before(e.promisedUntil) {
 		return false
 	}
-	return true
+	return e.pledgeBinds(e.term) == false
 }
 
 // carriedTo reports whether the hub carries this leader's rounds to m's

@@ -1,7 +1,6 @@
 package leader
 
 import (
-	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -94,6 +93,7 @@ func (e *election) corroborated(from gen.PID, term uint64) bool {
 	e.logf(levelWarning, "term %d -> %d: %d members report terms more than %d ahead of this node's, which no single peer may push it by; the cluster moved on while this node was away", e.term, lowest, len(terms), uint64(maxTermAhead))
 	e.adoptTerm(lowest)
 	e.farTerms = nil
+	e.farTermsBelieved++
 	return true
 }
 
@@ -105,6 +105,7 @@ type protocolSwitches struct {
 	noResponseQuorum bool // an accepted send counts as contact, as the reference does
 	noHandover       bool // a leader that stops on purpose just goes away
 	noFastFailover   bool // a leader's down waits for the normal election timeout
+	noPledge         bool // fast pre-votes ask for no votes with their grants (pledge.go)
 	doubleVote       bool // BROKEN ON PURPOSE: grant every vote request (simulator self-test)
 	campaignTurns    int  // campaigns in flight per node, 0 for campaignsInFlight (admission.go)
 }
@@ -183,7 +184,16 @@ type election struct {
 	preVoteFast bool // the pre-vote in progress is a fast failover's (leadership.go)
 	preVotes    map[gen.Atom]bool
 	confirming  bool // won; HandleConfirmLeader pending
-	unpublished bool // confirmed; HandleBecomeLeader pending
+
+	// pledged votes (pledge.go)
+	pledge          pledgeState       // voter: its vote for a term it has not reached
+	pledges         map[gen.Atom]bool // candidate: votes pledged in this pre-vote round; nil when it asks none
+	pledgeAskedTerm uint64            // candidate: the term of pledgeAskedAt
+	pledgeAskedAt   time.Time         // candidate: when the term's first pre-vote asking for pledges went out
+	pledgedElection bool              // the current election began from a pre-vote that asked for pledges
+	pledgesGiven    uint64
+	pledgedWins     uint64 // elections that began with pledged votes counted
+	unpublished     bool   // confirmed; HandleBecomeLeader pending
 
 	lastHeartbeatIn  time.Time
 	lastHeartbeatOut time.Time
@@ -219,6 +229,7 @@ type election struct {
 	dead      map[gen.PID]time.Time // processes reported terminated, and when
 
 	farTerms          map[gen.Atom]farTerm // terms beyond the bound, per member (corroborated)
+	farTermsBelieved  uint64               // far terms adopted because a quorum sent them
 	dropped           map[string]uint64
 	warned            map[string]time.Time // rate limit of repeated warnings (log.go)
 	longestStep       time.Duration        // measured by the actor: its worst stall
@@ -458,8 +469,10 @@ func (e *election) adoptTerm(term uint64) {
 	e.term = term
 	e.termChangedAt = e.now
 	e.votedFor = gen.PID{}
+	e.pledgedVote(term)
 	e.votes, e.voteReplies = nil, 0
 	e.preVoting, e.confirming = false, false
+	e.pledges, e.pledgedElection = nil, false
 	e.leader = gen.PID{}
 	e.newTermRounds()
 	if e.role == roleLeader || e.role == roleCandidate {
@@ -531,11 +544,15 @@ func (e *election) handlePreVote(m *member, req msgPreVote) {
 		if e.failingOverFast() && m.node < e.self.Node {
 			e.deferToRanked(m)
 		}
+		reply.Pledged = e.offerPledge(m, req)
 	}
 	e.reply(m, reply)
 }
 
 func (e *election) handlePreVoteReply(m *member, reply msgPreVoteReply) {
+	if reply.Pledged != 0 && e.takePledge(m, reply) {
+		return
+	}
 	if e.staleReply(header{term: reply.Term}) {
 		return
 	}
@@ -683,7 +700,11 @@ func (e *election) handleTimeoutNow(m *member, msg msgTimeoutNow) {
 // pre-vote changes no term, so a node that cannot win, such as one on the
 // minority side of a partition, never inflates the term and never deposes a
 // healthy leader when the partition heals.
-func (e *election) campaign() {
+func (e *election) campaign() { e.campaignWith(false) }
+
+// campaignWith is campaign; fast marks the pre-vote of a fast failover,
+// which asks the voters for their votes with their grants (pledge.go).
+func (e *election) campaignWith(fast bool) {
 	if e.role == roleLeader || e.role == roleUnclustered || e.waitQuietPeriod() {
 		return
 	}
@@ -691,15 +712,19 @@ func (e *election) campaign() {
 		e.startElection("election timeout")
 		return
 	}
-	e.preVoting, e.preVoteFast = true, false
+	e.preVoting, e.preVoteFast = true, fast
 	e.preVotes = map[gen.Atom]bool{e.self.Node: true}
+	e.pledges = nil
+	if fast && e.switches.noPledge == false {
+		e.askPledges()
+	}
 	e.preVoteRounds++
 	e.resetElectionDeadline()
 	if e.granted(e.preVotes) >= e.quorum() {
 		e.startElection("pre-vote won")
 		return
 	}
-	req := msgPreVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize()}
+	req := msgPreVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Pledge: e.pledges != nil}
 	for _, m := range e.sortedMembers() {
 		e.send(m, req)
 	}
@@ -711,12 +736,16 @@ func (e *election) startElection(why string) {
 	if e.role == roleLeader || e.role == roleUnclustered || e.waitQuietPeriod() {
 		return
 	}
-	if e.term == math.MaxUint64 {
+	next, ok := e.nextTerm()
+	if ok == false {
 		e.logf(levelError, "cannot campaign: the term counter is at its end (%d)", e.term)
 		return
 	}
-	e.preVoting = false
-	e.term++
+	// votes pledged with this pre-vote's grants are votes of the next term
+	pledged := e.preVoting && e.pledges != nil && next == e.term+1 && e.pledgeOpen()
+	asked, pledges := e.pledgeAskedAt, e.pledges
+	e.preVoting, e.pledges, e.pledgedElection = false, nil, false
+	e.term = next
 	e.stats.electionsStarted++
 	e.termChangedAt = e.now
 	e.votedFor = e.self
@@ -729,6 +758,9 @@ func (e *election) startElection(why string) {
 	e.leader = gen.PID{}
 	e.newTermRounds()
 	e.openRound(1) // the vote requests: grants start the lease (lease.go)
+	if pledged {
+		e.countPledges(asked, pledges)
+	}
 	e.cancelTimer(timerFast)
 	e.logf(levelDebug, "campaigning for term %d (%s); view %d, quorum %d", e.term, why, e.viewSize(), e.quorum())
 	e.resetElectionDeadline()
@@ -739,7 +771,9 @@ func (e *election) startElection(why string) {
 	}
 	req := msgVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Handover: why == "handover"}
 	for _, m := range e.sortedMembers() {
-		e.send(m, req)
+		if e.votes[m.node] == false { // a pledge is this term's vote already
+			e.send(m, req)
+		}
 	}
 }
 

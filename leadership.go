@@ -347,7 +347,7 @@ func (e *election) failingOverFast() bool {
 // deferred campaigns at its election timeout if the other one fails.
 func (e *election) deferToRanked(m *member) {
 	e.cancelTimer(timerFast)
-	e.preVoting, e.preVoteFast, e.preVotes = false, false, nil
+	e.preVoting, e.preVoteFast, e.preVotes, e.pledges = false, false, nil, nil
 	e.deferredFailovers++
 	e.resetElectionDeadline()
 }

@@ -174,12 +174,13 @@ func (e *election) promise(to gen.PID, ack bool) {
 // acknowledge turns ack into an acknowledgement that counts toward leader's
 // lease, and promises leader this node's support, unless this node still
 // keeps a promise to another leader whose round it acknowledged: then the
-// ack says only that the heartbeat arrived (round 0 counts for nothing).
+// ack says only that the heartbeat arrived (round 0 counts for nothing);
+// so it does while a pledged vote for a later term binds it (pledgeBinds).
 // Two leaders of views that just merged must not both count one member's
 // acks, and a member that acknowledged one of them helps nobody else for
 // ElectionTimeoutMin.
 func (e *election) acknowledge(leader gen.PID, ack msgHeartbeatAck) msgHeartbeatAck {
-	if e.promisedAck && e.promisedTo != leader && e.now.Before(e.promisedUntil) {
+	if (e.promisedAck && e.promisedTo != leader && e.now.Before(e.promisedUntil)) || e.pledgeBinds(ack.Term) {
 		e.drop("ack_withheld")
 		ack.Round = 0
 		return ack

@@ -188,6 +188,7 @@ func (e *election) remove(m *member, why string) {
 	// its grants belong to a view that no longer exists
 	delete(e.votes, m.node)
 	delete(e.preVotes, m.node)
+	delete(e.pledges, m.node)
 	if m.knownPID != (gen.PID{}) {
 		e.out.left = append(e.out.left, m.knownPID)
 	} else {

@@ -176,6 +176,11 @@ func (p *simProcess) Send(to any, message any) error {
 			c.voteSent(p.pid, reply.Term, to)
 		}
 	}
+	if reply, ok := message.(msgPreVoteReply); ok && reply.Pledged != 0 {
+		if c := p.checker(); c != nil {
+			c.voteSent(p.pid, reply.Pledged, to)
+		}
+	}
 	return p.sim.send(p.pid, to, message)
 }
 func (p *simProcess) Monitor(target any) error {

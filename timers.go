@@ -64,7 +64,7 @@ func (e *election) timer(now time.Time, kind timerKind, generation uint64) {
 	case timerFast:
 		if e.role == roleFollower && e.leader == (gen.PID{}) && e.preVoting == false && e.now.Before(e.notBefore) == false {
 			e.fastRounds++
-			e.campaign()
+			e.campaignWith(true)
 			e.preVoteFast = e.preVoting
 		}
 	case timerGhost:

@@ -40,6 +40,9 @@ type msgPreVote struct {
 	Term      uint64 // the sender's current term; the election it asks about is Term+1
 	Name      gen.Atom
 	ViewSize  int
+	// Pledge asks a voter that grants to give its vote for Term+1 with the
+	// grant (fast failover; pledge.go)
+	Pledge bool
 }
 
 // msgPreVoteReply answers msgPreVote. A voter that refuses because it still
@@ -50,6 +53,9 @@ type msgPreVoteReply struct {
 	Term      uint64
 	Granted   bool
 	Leader    gen.PID
+	// Pledged is the term the voter gave the requester its vote for with
+	// this grant (Term+1), 0 when it gave none (pledge.go)
+	Pledged uint64
 }
 
 // msgVote is Raft's RequestVote for Term. Handover marks the election a

@@ -1,0 +1,216 @@
+package leader
+
+import (
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// loseLeader makes "b" the harness actor's leader at term 1 and then
+// reports its lost connection: the actor is failing over fast.
+func loseLeader(t *testing.T, h *stateHarness) {
+	t.Helper()
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+	require.True(t, h.e.down(h.now, pid("b"), gen.ErrNoConnection))
+	h.e.takeEffects()
+	require.True(t, h.e.timers[timerFast].armed)
+}
+
+func TestFastFailoverWinsWithPledgedVotesInOneRoundTrip(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	loseLeader(t, h)
+	h.advance(10 * time.Millisecond)
+	askedAt := h.now
+	out := h.fire(timerFast)
+	req := sentTo[msgPreVote](out, "c")
+	require.Len(t, req, 1)
+	assert.True(t, req[0].Pledge, "a fast pre-vote asks for pledges")
+
+	h.advance(3 * time.Millisecond)
+	out = h.recv("c", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true, Pledged: 2})
+	assert.Equal(t, uint64(2), h.e.term)
+	assert.True(t, h.e.confirming, "won with its own vote and c's pledge")
+	assert.Empty(t, sentTo[msgVote](out, "c"), "c's vote is in already: no second round trip")
+	stamp, ok := h.e.sentAt(1)
+	require.True(t, ok)
+	assert.Equal(t, askedAt, stamp, "round 1 counts from the pre-vote: the pledge was given after it, not after the election started")
+	assert.Equal(t, askedAt.Add(150*time.Millisecond), h.e.roundCloses)
+	assert.Equal(t, uint64(1), h.e.pledgedWins)
+}
+
+func TestOrdinaryPreVotesAskForNoPledge(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+	out := h.expireElection()
+	req := sentTo[msgPreVote](out, "c")
+	require.Len(t, req, 1)
+	assert.False(t, req[0].Pledge, "an election timeout's pre-vote may race others: no pledges")
+	h.recv("c", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true, Pledged: 2})
+	assert.Equal(t, uint64(1), h.e.dropped["unexpected_pledge"])
+	assert.Equal(t, 1, len(h.e.votes), "a pledge nobody asked for is no vote")
+}
+
+func TestPledgeSwitchedOff(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.e.switches.noPledge = true
+	loseLeader(t, h)
+	out := h.fire(timerFast)
+	assert.False(t, sentTo[msgPreVote](out, "c")[0].Pledge)
+}
+
+// The voter's side: a pledge is given exactly when a vote for Term+1 would
+// be, and binds like one.
+func TestVoterPledgesOnlyWhatAVoteWouldGrant(t *testing.T) {
+	fast := msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3, Pledge: true}
+	t.Run("a voter that lost the leader pledges to the survivor ranked first", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0")
+		loseLeader(t, h)
+		out := h.recv("0", fast)
+		reply := sentTo[msgPreVoteReply](out, "0")[0]
+		assert.True(t, reply.Granted)
+		assert.Equal(t, uint64(2), reply.Pledged)
+		assert.Equal(t, uint64(1), h.e.term, "a pledge adopts no term")
+		assert.False(t, h.e.timers[timerFast].armed, "its own failover is over")
+		assert.Equal(t, uint64(1), h.e.pledgesGiven)
+	})
+	t.Run("a voter that still hears its leader pledges nothing", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0")
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		out := h.recv("0", fast)
+		reply := sentTo[msgPreVoteReply](out, "0")[0]
+		assert.False(t, reply.Granted)
+		assert.Zero(t, reply.Pledged)
+	})
+	t.Run("no pledge unless asked", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0")
+		loseLeader(t, h)
+		plain := fast
+		plain.Pledge = false
+		reply := sentTo[msgPreVoteReply](h.recv("0", plain), "0")[0]
+		assert.True(t, reply.Granted)
+		assert.Zero(t, reply.Pledged)
+	})
+	t.Run("one pledge per term", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0", "1", "c")
+		loseLeader(t, h)
+		require.Equal(t, uint64(2), sentTo[msgPreVoteReply](h.recv("0", fast), "0")[0].Pledged)
+		reply := sentTo[msgPreVoteReply](h.recv("1", fast), "1")[0]
+		assert.Zero(t, reply.Pledged, "term 2 is pledged to 0 already")
+		assert.False(t, reply.Granted, "and 0 holds this voter's promise")
+		reply = sentTo[msgPreVoteReply](h.recv("0", fast), "0")[0]
+		assert.Equal(t, uint64(2), reply.Pledged, "asking again gets the same answer")
+	})
+	t.Run("a voter in its quiet period pledges nothing", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0")
+		loseLeader(t, h)
+		h.freshStart()
+		reply := sentTo[msgPreVoteReply](h.recv("0", fast), "0")[0]
+		assert.False(t, reply.Granted)
+		assert.Zero(t, reply.Pledged)
+	})
+	t.Run("a candidate pledges nothing", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0")
+		h.expireElection()
+		h.recv("b", msgPreVoteReply{ClusterID: "c", Term: 0, Granted: true})
+		require.Equal(t, roleCandidate, h.e.role)
+		reply := sentTo[msgPreVoteReply](h.recv("0", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3, Pledge: true}), "0")[0]
+		assert.Zero(t, reply.Pledged, "it voted for itself in term 1 and will campaign for term 2")
+	})
+}
+
+func TestPledgeBindsTheVoterLikeAVote(t *testing.T) {
+	fast := msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3, Pledge: true}
+	t.Run("it becomes the vote of the term when the voter gets there", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0", "c")
+		loseLeader(t, h)
+		h.recv("0", fast)
+		h.advance(200 * time.Millisecond) // the promise to 0 is over
+		out := h.recv("c", msgVote{ClusterID: "c", Term: 2, ViewSize: 4})
+		assert.False(t, sentTo[msgVoteReply](out, "c")[0].Granted, "term 2's vote was pledged to 0")
+		assert.Equal(t, pid("0"), h.e.votedFor)
+		out = h.recv("0", msgVote{ClusterID: "c", Term: 2, ViewSize: 4})
+		assert.True(t, sentTo[msgVoteReply](out, "0")[0].Granted, "the candidate it pledged to gets it")
+	})
+	t.Run("its own campaign skips the pledged term", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0")
+		loseLeader(t, h)
+		h.recv("0", fast)
+		h.expireElection()
+		h.recv("0", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true})
+		assert.Equal(t, roleCandidate, h.e.role)
+		assert.Equal(t, uint64(3), h.e.term, "term 2 is 0's to win")
+		assert.Equal(t, pid("a"), h.e.votedFor)
+	})
+	t.Run("it deposes no leader, and lends it no lease while the candidate may count it", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0")
+		loseLeader(t, h)
+		h.recv("0", fast)
+		out := h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 7})
+		ack := sentTo[msgHeartbeatAck](out, "b")
+		require.Len(t, ack, 1)
+		assert.Equal(t, uint64(1), ack[0].Term, "answered at term 1: the leader is not told of a higher term")
+		assert.Zero(t, ack[0].Round, "an ack that counted would let b lead next to 0, elected with this pledge")
+		assert.Equal(t, pid("b"), h.e.leader, "b is followed again")
+		assert.False(t, h.e.mayDelegateAcks(), "nor may the hub acknowledge b's rounds for it")
+		h.advance(150 * time.Millisecond)
+		out = h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 8})
+		assert.Equal(t, uint64(8), sentTo[msgHeartbeatAck](out, "b")[0].Round, "once the promise to 0 is over, the acks count")
+	})
+	t.Run("a leader it still knew but no longer heard is forgotten", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0")
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
+		h.advance(160 * time.Millisecond) // its promise to b ran out; no election timeout yet
+		require.Equal(t, pid("b"), h.e.leader)
+		reply := sentTo[msgPreVoteReply](h.recv("0", fast), "0")[0]
+		require.Equal(t, uint64(2), reply.Pledged)
+		assert.Equal(t, gen.PID{}, h.e.leader, "as a vote for term 2 would have ended it")
+		assert.False(t, h.e.mayDelegateAcks())
+	})
+}
+
+func TestCandidateCountsPledgesOnlyWhileTheRoundIsOpen(t *testing.T) {
+	t.Run("a pledge after ElectionTimeoutMin is only a pre-vote grant", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "c")
+		loseLeader(t, h)
+		h.fire(timerFast)
+		h.advance(150 * time.Millisecond)
+		out := h.recv("c", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true, Pledged: 2})
+		assert.Equal(t, uint64(1), h.e.dropped["late_grant"])
+		assert.Equal(t, roleCandidate, h.e.role, "the grant still wins the pre-vote")
+		assert.False(t, h.e.confirming, "but the vote is asked for again")
+		assert.Len(t, sentTo[msgVote](out, "c"), 1)
+	})
+	t.Run("a later pledge of a larger view counts as a vote of the election under way", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "c", "d", "e")
+		loseLeader(t, h)
+		h.fire(timerFast)
+		h.recv("c", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true, Pledged: 2})
+		out := h.recv("d", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true})
+		require.Equal(t, roleCandidate, h.e.role, "pre-vote quorum 3 of 5")
+		assert.Equal(t, 2, len(h.e.votes), "its own vote and c's pledge")
+		assert.Empty(t, sentTo[msgVote](out, "c"), "c has voted")
+		assert.Len(t, sentTo[msgVote](out, "d"), 1)
+		h.recv("e", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true, Pledged: 2})
+		assert.True(t, h.e.confirming, "e's pledge is the third vote")
+	})
+	t.Run("a pledge from a node that left the view is not counted", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "c")
+		loseLeader(t, h)
+		h.fire(timerFast)
+		h.e.leave(node("c"))
+		h.e.takeEffects()
+		h.recv("c", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true, Pledged: 2})
+		assert.False(t, h.e.confirming)
+	})
+	t.Run("a pledge for another term is not a vote", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "c")
+		loseLeader(t, h)
+		h.fire(timerFast)
+		h.recv("c", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true, Pledged: 7})
+		assert.Equal(t, uint64(1), h.e.dropped["unexpected_pledge"])
+		assert.False(t, h.e.confirming)
+	})
+}
