@@ -23,6 +23,7 @@ type member struct {
 	lastSentOK       time.Time // last send the framework accepted (evidence in reference mode)
 	unreachableSince time.Time // zero while reachable; set by a down with ErrNoConnection
 	nextProbe        time.Time // earliest next Hello by name; spaces out dials to a gone node
+	lostAt           time.Time // the last loss of contact that said Hello at once (lostContact)
 	probesUnanswered int       // Hellos sent before it was ever heard from (probeSpacing)
 	sendErr          error     // last send failure, cleared by the next success
 	sendFailingSince time.Time // first of the failures in a row; zero while sends get through
@@ -340,7 +341,6 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bo
 		if m.unreachableSince.IsZero() {
 			m.unreachableSince = e.now
 		}
-		e.logf(levelInfo, "lost the connection to peer %s; it stays in the view for GhostTTL (%s) unless it comes back", pid.Node, e.cfg.ghostTTL)
 		// Say Hello at once: the framework may have another connection to
 		// the node, or make one (this node reset the connection, or two
 		// dials crossed and the loser was dropped), and a member with no
@@ -348,8 +348,21 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bo
 		// otherwise stay a ghost and leave the view although it is alive.
 		// If the node is gone, the dialer finds out, off the actor. The
 		// sweeps probe again until GhostTTL (sweepGhosts).
-		m.nextProbe = time.Time{}
-		e.probe(m)
+		//
+		// Not in a loop, though: on the v320 branch a monitor can fail at
+		// once, again and again, while Hellos get through (a crossed
+		// connection), and a Hello at every failure made a leader log this
+		// loss hundreds of times in a third of a second and starve its
+		// heartbeats. A loss within ElectionTimeoutMin of the last one
+		// that said Hello at once waits for the next probe.
+		if m.lostAt.IsZero() || e.now.Sub(m.lostAt) >= e.cfg.electionTimeoutMin {
+			m.lostAt = e.now
+			e.logf(levelInfo, "lost the connection to peer %s; it stays in the view for GhostTTL (%s) unless it comes back", pid.Node, e.cfg.ghostTTL)
+			m.nextProbe = time.Time{}
+			e.probe(m)
+		} else {
+			e.drop("lost_again")
+		}
 		e.armGhostTimer()
 		// A leader whose remaining connections cannot form a quorum ends its
 		// lease now: the other end saw the same loss and may fail over fast.

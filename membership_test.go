@@ -268,3 +268,24 @@ func TestHellosToAPeerNeverMetBackOff(t *testing.T) {
 	h.recv("b", msgHello{ClusterID: "c"})
 	assert.Equal(t, pid("b"), h.e.members[node("b")].pid, "the peer that finally started is a member")
 }
+
+// A monitor that fails at once, again and again, while Hellos get through
+// (the v320 branch's crossed connections) must not make a loop of Hello,
+// answer, monitor, failure: one Hello at once per ElectionTimeoutMin, the
+// rest at the probes' pace, and one log line.
+func TestRepeatedLossesDoNotProbeInALoop(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	hellos := 0
+	for i := 0; i < 20; i++ {
+		h.recv("c", msgHelloReply{ClusterID: "c", Name: "leader"})
+		h.e.monitorFailed(h.now, pid("c"), gen.ErrTimeout)
+		hellos += len(sentTo[msgHello](h.e.takeEffects(), "c"))
+		h.advance(100 * time.Microsecond)
+	}
+	assert.Equal(t, 1, hellos, "one Hello at once, not one per failure")
+	assert.Equal(t, uint64(19), h.e.dropped["lost_again"])
+	h.advance(150 * time.Millisecond)
+	h.recv("c", msgHelloReply{ClusterID: "c", Name: "leader"})
+	h.e.monitorFailed(h.now, pid("c"), gen.ErrTimeout)
+	assert.Len(t, sentTo[msgHello](h.e.takeEffects(), "c"), 1, "a loss after ElectionTimeoutMin says Hello at once again")
+}
