@@ -79,6 +79,9 @@ type killResult struct {
 	lost      []string        // elections still without a leader at the deadline
 	unsettled int             // elections without an agreed leader just before the kill
 	moved     int             // elections the victim did not lead whose leader changed
+	// garbage collections of this process from the kill until every
+	// election was led again
+	collections uint32
 }
 
 // msgsPerPairInterval is what one node sent another in one heartbeat
@@ -218,11 +221,17 @@ func measureManyCrash(p *plan, clusters int, coalesced, idle bool, victim int) (
 			clusters, modeName(coalesced), cpuPct(r.idle), r.msgsPerPairInterval(), bytesText(r.perMember), r.changes)
 	}
 	if victim >= 0 && p.interrupted() == false {
+		// The garbage of the runs before this one (their nodes ran in this
+		// process) is collected now, not during the failover: a deployment
+		// has no earlier benchmark's heap to collect.
+		runtime.GC()
+		gcBefore := numGC()
 		k := h.crashMany(p, h.names[victim%coalesceNodes], p.failoverWithin)
+		k.collections = numGC() - gcBefore
 		r.kill = &k
 		d := newDist(k.took)
-		p.progress("coalesce: %d clusters, %s: killed a node leading %d; led again p50 %s ms, p99 %s ms, max %s ms; %d without a leader, %d others moved",
-			clusters, modeName(coalesced), k.led, ms(d.pct(50)), ms(d.pct(99)), ms(d.max()), len(k.lost), k.moved)
+		p.progress("coalesce: %d clusters, %s: killed a node leading %d; led again p50 %s ms, p99 %s ms, max %s ms; %d without a leader, %d others moved, %d collections",
+			clusters, modeName(coalesced), k.led, ms(d.pct(50)), ms(d.pct(99)), ms(d.max()), len(k.lost), k.moved, k.collections)
 	}
 	return r
 }
@@ -451,8 +460,10 @@ type killStats struct {
 	lost        int
 	moved       int
 	kills       int
-	split       int // elections led again only after more than one term
-	slowOneTerm int // led again at the next term, but later than slowFailover
+	split       int      // elections led again only after more than one term
+	slowOneTerm int      // led again at the next term, but later than slowFailover
+	p99s        []string // per crash, the p99 of its elections
+	collections uint32   // garbage collections during the failovers
 }
 
 // slowFailover is where a failover is no longer the fast path: the
@@ -475,6 +486,8 @@ func killsOf(runs []manyRun) killStats {
 		s.led = append(s.led, strconv.Itoa(r.kill.led))
 		s.lost += len(r.kill.lost)
 		s.moved += r.kill.moved
+		s.p99s = append(s.p99s, ms(newDist(r.kill.took).pct(99)))
+		s.collections += r.kill.collections
 		for i, t := range r.kill.terms {
 			switch {
 			case t > 1:
@@ -556,6 +569,8 @@ func coalesceReport(p *plan, many map[bool][]manyRun, huge manyRun, single map[b
 		fmt.Fprintf(&b, "| led again, %s ms | %s | %s | %s |\n", q.name, ms(cd.pct(q.pct)), ms(ud.pct(q.pct)), durRatio(cd.pct(q.pct), ud.pct(q.pct)))
 	}
 	fmt.Fprintf(&b, "| led again, max ms (every election led again) | %s | %s | %s |\n", ms(cd.max()), ms(ud.max()), durRatio(cd.max(), ud.max()))
+	fmt.Fprintf(&b, "| p99 of each crash, ms | %s | %s | |\n", strings.Join(cs.p99s, ", "), strings.Join(us.p99s, ", "))
+	fmt.Fprintf(&b, "| garbage collections during the failovers (a collection is forced before each crash) | %d | %d | |\n", cs.collections, us.collections)
 	fmt.Fprintf(&b, "| led again only after a split vote (more than one term) | %d of %d | %d of %d | |\n", cs.split, cd.n(), us.split, ud.n())
 	fmt.Fprintf(&b, "| led again at the next term, but after more than %s ms (the fast path missed: an election timeout) | %d of %d | %d of %d | |\n", ms(slowFailover()), cs.slowOneTerm, cd.n(), us.slowOneTerm, ud.n())
 	fmt.Fprintf(&b, "| elections without a leader %s after the crash | %d | %d | |\n", p.failoverWithin, clost, ulost)
