@@ -76,6 +76,9 @@ func (e *election) offerPledge(m *member, req msgPreVote) uint64 {
 	case e.pledge.term == req.Term+1 && e.pledge.to != m.pid:
 		e.drop("pledged_elsewhere")
 		return 0
+	case e.rankedFirst(m.node) == false:
+		// another survivor may be the one to win: a pre-vote grant only
+		return 0
 	}
 	e.pledge = pledgeState{term: req.Term + 1, to: m.pid, until: e.now.Add(e.cfg.electionTimeoutMin)}
 	e.pledgesGiven++
@@ -90,6 +93,28 @@ func (e *election) offerPledge(m *member, req msgPreVote) uint64 {
 	e.preVoting, e.preVoteFast, e.preVotes, e.pledges = false, false, nil, nil
 	e.resetElectionDeadline()
 	return req.Term + 1
+}
+
+// rankedFirst reports whether node is the survivor that fast failover
+// ranks first as far as this node can tell: named before this node and
+// before every other member it still reaches (fastFailoverDelay). Pledges
+// go to that survivor alone. A pledge binds, so pledges given to whichever
+// survivor asked first could split the next term's votes among several
+// candidates of a larger cluster, none with a quorum (the first version did:
+// a 5-node crash now and then waited an election timeout), and a voter that
+// pledged would refuse the others their pre-votes for as long as its
+// promise runs. The others still get their pre-votes granted and are
+// elected with votes as before.
+func (e *election) rankedFirst(node gen.Atom) bool {
+	if node >= e.self.Node {
+		return false
+	}
+	for _, other := range e.members {
+		if other.pid != (gen.PID{}) && other.node != node && other.node < node {
+			return false
+		}
+	}
+	return true
 }
 
 // pledgedVote makes the vote this node pledged for term its vote of term,

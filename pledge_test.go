@@ -96,12 +96,36 @@ func TestVoterPledgesOnlyWhatAVoteWouldGrant(t *testing.T) {
 	t.Run("one pledge per term", func(t *testing.T) {
 		h := newStateHarness(t, Options{}, "b", "0", "1", "c")
 		loseLeader(t, h)
+		h.recv("0", msgHello{ClusterID: "c", Term: 1, Name: "leader"})
+		h.recv("1", msgHello{ClusterID: "c", Term: 1, Name: "leader"})
 		require.Equal(t, uint64(2), sentTo[msgPreVoteReply](h.recv("0", fast), "0")[0].Pledged)
 		reply := sentTo[msgPreVoteReply](h.recv("1", fast), "1")[0]
 		assert.Zero(t, reply.Pledged, "term 2 is pledged to 0 already")
 		assert.False(t, reply.Granted, "and 0 holds this voter's promise")
 		reply = sentTo[msgPreVoteReply](h.recv("0", fast), "0")[0]
 		assert.Equal(t, uint64(2), reply.Pledged, "asking again gets the same answer")
+		// 0 is gone and its promise over: 1 is ranked first now, but term 2
+		// stays 0's
+		h.e.down(h.now, pid("0"), gen.ErrNoConnection)
+		h.advance(150 * time.Millisecond)
+		reply = sentTo[msgPreVoteReply](h.recv("1", fast), "1")[0]
+		assert.True(t, reply.Granted)
+		assert.Zero(t, reply.Pledged)
+		assert.Equal(t, uint64(1), h.e.dropped["pledged_elsewhere"])
+	})
+	t.Run("only the survivor ranked first gets a pledge", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "0", "1", "c")
+		loseLeader(t, h)
+		h.recv("0", msgHello{ClusterID: "c", Term: 1, Name: "leader"})
+		h.recv("1", msgHello{ClusterID: "c", Term: 1, Name: "leader"})
+		reply := sentTo[msgPreVoteReply](h.recv("1", fast), "1")[0]
+		assert.True(t, reply.Granted, "1 may pre-vote")
+		assert.Zero(t, reply.Pledged, "but 0, which this node reaches, is ranked before it")
+		h.e.down(h.now, pid("0"), gen.ErrNoConnection)
+		reply = sentTo[msgPreVoteReply](h.recv("1", fast), "1")[0]
+		assert.Equal(t, uint64(2), reply.Pledged, "with 0 gone, 1 is ranked first")
+		reply = sentTo[msgPreVoteReply](h.recv("c", fast), "c")[0]
+		assert.Zero(t, reply.Pledged, "a survivor ranked after this node gets none")
 	})
 	t.Run("a voter in its quiet period pledges nothing", func(t *testing.T) {
 		h := newStateHarness(t, Options{}, "b", "0")
