@@ -150,10 +150,13 @@ func spawnElections(c *realCluster, nodes []int, n int, tm clusterTimings, switc
 
 // Elections on real nodes that take turns to campaign one at a time per
 // node (admission.go): the turns go round through the framework's
-// messages, and every election is led. With 24 elections starting together
+// messages, and every election is led. With 72 elections starting together
 // on each node, their first election timeouts overlap, so some must wait.
+// (With 24 they did not always: spawning spreads their starts, and a
+// campaign on loopback takes a millisecond or two, so 5 runs in 20 counted
+// no wait at all; with 72 the fewest of 20 runs was 7.)
 func TestClusterCampaignsTakeTurns(t *testing.T) {
-	const elections = 24
+	const elections = 72
 	tm := clusterFastTimings
 	c := newRealCluster(t, clConfig{})
 	nodes := c.addNodes(3)
