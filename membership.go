@@ -355,11 +355,24 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bo
 		// loss hundreds of times in a third of a second and starve its
 		// heartbeats. A loss within ElectionTimeoutMin of the last one
 		// that said Hello at once waits for the next probe.
+		//
+		// A loss the framework reported (observed) says Hello a little
+		// later, lazyDownPause: when a node crashes, each survivor's
+		// elections all lose a member there at once, and a Hello to a node
+		// with no connection is a dial, through each election's dialer, in
+		// the very milliseconds the elections that lost their leader fail
+		// over. A connection that is back by then is found by that Hello
+		// as well; one this node reset itself (silence.go) is dialed again
+		// at once, as it was.
 		if m.lostAt.IsZero() || e.now.Sub(m.lostAt) >= e.cfg.electionTimeoutMin {
 			m.lostAt = e.now
 			e.logf(levelInfo, "lost the connection to peer %s; it stays in the view for GhostTTL (%s) unless it comes back", pid.Node, e.cfg.ghostTTL)
-			m.nextProbe = time.Time{}
-			e.probe(m)
+			if observed {
+				m.nextProbe = e.now.Add(lazyDownPause(e.cfg))
+			} else {
+				m.nextProbe = time.Time{}
+				e.probe(m)
+			}
 		} else {
 			e.drop("lost_again")
 		}

@@ -111,14 +111,19 @@ func TestEveryRoleProbesItsGhostsUntilGhostTTL(t *testing.T) {
 				require.Equal(t, roleUnclustered, h.e.role)
 			}
 			out := h.e.takeEffects()
-			probes := len(sentTo[msgHello](out, "c"))
-			require.Equal(t, 1, probes, "the loss itself is probed at once")
+			require.Empty(t, sentTo[msgHello](out, "c"), "not in the milliseconds of the loss (a node crash's failovers)")
+			require.Equal(t, lazyDownPause(h.e.cfg), ghostTimerIn(t, out), "but half a minimum election timeout later")
+			probes := 0
 			view := h.e.viewSize()
 			for h.e.viewSize() == view {
 				after := ghostTimerIn(t, out)
 				h.advance(after)
 				out = h.fire(timerGhost)
 				if h.now.Sub(lostAt) < h.e.cfg.ghostTTL {
+					if probes == 0 {
+						require.Len(t, sentTo[msgHello](out, "c"), 1, "the first probe")
+						require.Equal(t, lazyDownPause(h.e.cfg), h.now.Sub(lostAt))
+					}
 					probes += len(sentTo[msgHello](out, "c"))
 				}
 			}

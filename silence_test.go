@@ -38,11 +38,11 @@ func TestOwnResetStartsNoFastFailover(t *testing.T) {
 	assert.False(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "the promise to b still holds")
 }
 
-// After a connection loss (its own reset of a silent connection, or the
-// loser of two crossed dials dropped by the framework), this node says
-// Hello at once: a follower has no other reason to write to another
-// follower, which would otherwise stay a ghost and leave the view although
-// alive.
+// After its own reset of a silent connection this node says Hello at once:
+// a follower has no other reason to write to another follower, which would
+// otherwise stay a ghost and leave the view although alive. (A loss the
+// framework reports, such as the loser of two crossed dials, is probed
+// half a minimum election timeout later: TestEveryRoleProbesItsGhostsUntilGhostTTL.)
 func TestConnectionLossProbesTheMemberAgain(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
 	h.recv("b", msgHello{ClusterID: "c"})
