@@ -186,14 +186,14 @@ type election struct {
 	confirming  bool // won; HandleConfirmLeader pending
 
 	// pledged votes (pledge.go)
-	pledge          pledgeState       // voter: its vote for a term it has not reached
-	pledges         map[gen.Atom]bool // candidate: votes pledged in this pre-vote round; nil when it asks none
-	pledgeAskedTerm uint64            // candidate: the term of pledgeAskedAt
-	pledgeAskedAt   time.Time         // candidate: when the term's first pre-vote asking for pledges went out
-	pledgedElection bool              // the current election began from a pre-vote that asked for pledges
-	pledgesGiven    uint64
-	pledgedWins     uint64 // elections that began with pledged votes counted
-	unpublished     bool   // confirmed; HandleBecomeLeader pending
+	pledge           pledgeState       // voter: its vote for a term it has not reached
+	pledges          map[gen.Atom]bool // candidate: votes pledged in this pre-vote round; nil when it asks none
+	pledgeAskedTerm  uint64            // candidate: the term of pledgeAskedAt
+	pledgeAskedAt    time.Time         // candidate: when the term's first pre-vote asking for pledges went out
+	pledgedElection  bool              // the current election began from a pre-vote that asked for pledges
+	pledgesGiven     uint64
+	pledgedElections uint64 // elections that began with pledged votes counted
+	unpublished      bool   // confirmed; HandleBecomeLeader pending
 
 	lastHeartbeatIn  time.Time
 	lastHeartbeatOut time.Time

@@ -23,7 +23,7 @@ type member struct {
 	lastSentOK       time.Time // last send the framework accepted (evidence in reference mode)
 	unreachableSince time.Time // zero while reachable; set by a down with ErrNoConnection
 	nextProbe        time.Time // earliest next Hello by name; spaces out dials to a gone node
-	lostAt           time.Time // the last loss of contact that said Hello at once (lostContact)
+	lostAt           time.Time // the last loss of contact that was logged and probed (lostContact)
 	probesUnanswered int       // Hellos sent before it was ever heard from (probeSpacing)
 	sendErr          error     // last send failure, cleared by the next success
 	sendFailingSince time.Time // first of the failures in a row; zero while sends get through
@@ -341,7 +341,7 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bo
 		if m.unreachableSince.IsZero() {
 			m.unreachableSince = e.now
 		}
-		// Say Hello at once: the framework may have another connection to
+		// Say Hello soon: the framework may have another connection to
 		// the node, or make one (this node reset the connection, or two
 		// dials crossed and the loser was dropped), and a member with no
 		// reason to write to this node (a follower, to a follower) would
@@ -354,10 +354,10 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bo
 		// connection), and a Hello at every failure made a leader log this
 		// loss hundreds of times in a third of a second and starve its
 		// heartbeats. A loss within ElectionTimeoutMin of the last one
-		// that said Hello at once waits for the next probe.
+		// handled here (lostAt) waits for the next probe.
 		//
-		// A loss the framework reported (observed) says Hello a little
-		// later, lazyDownPause: when a node crashes, each survivor's
+		// Soon, not at once, for a loss the framework reported (observed):
+		// the first Hello waits lazyDownPause. When a node crashes, each survivor's
 		// elections all lose a member there at once, and a Hello to a node
 		// with no connection is a dial, through each election's dialer, in
 		// the very milliseconds the elections that lost their leader fail

@@ -214,6 +214,6 @@ func (e *election) countPledges(asked time.Time, pledges map[gen.Atom]bool) {
 		e.acknowledged(m, 1)
 	}
 	if len(pledges) > 0 {
-		e.pledgedWins++
+		e.pledgedElections++
 	}
 }

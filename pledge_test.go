@@ -38,7 +38,7 @@ func TestFastFailoverWinsWithPledgedVotesInOneRoundTrip(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, askedAt, stamp, "round 1 counts from the pre-vote: the pledge was given after it, not after the election started")
 	assert.Equal(t, askedAt.Add(150*time.Millisecond), h.e.roundCloses)
-	assert.Equal(t, uint64(1), h.e.pledgedWins)
+	assert.Equal(t, uint64(1), h.e.pledgedElections)
 }
 
 func TestOrdinaryPreVotesAskForNoPledge(t *testing.T) {

@@ -243,7 +243,7 @@ func TestSimulationPledgedVotesShortenFastFailover(t *testing.T) {
 		if ok == false {
 			t.Fatalf("seed %d: no new leader after the crash\n%s", seed, s.report())
 		}
-		return took, c.leaders()[0].state.pledgedWins > 0
+		return took, c.leaders()[0].state.pledgedElections > 0
 	}
 	var with, without []time.Duration
 	pledged := 0
