@@ -164,6 +164,12 @@ func TestSimulationGracefulHandover(t *testing.T) {
 // crashGap crashes the leader's node and measures the time until every
 // survivor follows one new leader.
 func crashGap(t *testing.T, seed uint64, switches protocolSwitches) time.Duration {
+	took, _ := crashFailover(t, seed, switches)
+	return took
+}
+
+// crashFailover is crashGap that also returns the new leader.
+func crashFailover(t *testing.T, seed uint64, switches protocolSwitches) (time.Duration, *simActor) {
 	s, c, _ := settledCluster(t, seed, switches)
 	c.crash(c.leaders()[0].PID().Node)
 	took, ok := c.runUntilConverged(5 * time.Second)
@@ -171,7 +177,7 @@ func crashGap(t *testing.T, seed uint64, switches protocolSwitches) time.Duratio
 	if ok == false {
 		t.Fatalf("seed %d: no new leader after the crash\n%s", seed, s.report())
 	}
-	return took
+	return took, c.leaders()[0]
 }
 
 func TestSimulationFastFailoverAfterObservedDown(t *testing.T) {
@@ -236,14 +242,8 @@ func TestSimulationSpuriousLeaderDown(t *testing.T) {
 func TestSimulationPledgedVotesShortenFastFailover(t *testing.T) {
 	seeds := seedCount(t, 200)
 	gap := func(seed uint64, switches protocolSwitches) (time.Duration, bool) {
-		s, c, _ := settledCluster(t, seed, switches)
-		c.crash(c.leaders()[0].PID().Node)
-		took, ok := c.runUntilConverged(5 * time.Second)
-		requireNoViolation(t, s)
-		if ok == false {
-			t.Fatalf("seed %d: no new leader after the crash\n%s", seed, s.report())
-		}
-		return took, c.leaders()[0].state.pledgedElections > 0
+		took, leader := crashFailover(t, seed, switches)
+		return took, leader.state.pledgedElections > 0
 	}
 	var with, without []time.Duration
 	pledged := 0
