@@ -188,6 +188,10 @@ type Actor struct {
 	hints        *downHints                 // which downs the watchers may hand over late
 	hinted       downHintsState             // what hints says now
 
+	// the watchers above that are the node's shared ones, which the actor
+	// monitors (shared_watcher.go); the others are its children
+	sharedWatchers map[gen.PID]bool
+
 	// Injected by the deterministic simulator; production uses the wall
 	// clock and a randomly seeded source.
 	clock    func() time.Time
@@ -465,7 +469,7 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		a.watched(now, m)
 		return nil
 	case gen.MessageDownPID:
-		if from == m.PID && a.hubDown(m.PID) {
+		if from == m.PID && (a.hubDown(m.PID) || a.sharedWatcherDown(m.PID)) {
 			return nil
 		}
 		// The actor monitors nothing else itself (the watcher does), so a
@@ -671,12 +675,17 @@ func (a *Actor) tellTurns(pids []gen.PID) {
 func (a *Actor) watch(pid gen.PID) {
 	watcher, ok := a.watchers[pid.Node]
 	if ok == false {
+		watcher, ok = a.sharedWatcher(pid.Node)
+	}
+	if ok == false {
 		var err error
 		watcher, err = a.Spawn(factoryWatcher, gen.ProcessOptions{LinkParent: true}, a.losses, a.hints, a.clock)
 		if err != nil {
 			a.Log().Error("leader %q: cannot start a watcher process (%s): the downs of %s will not be seen, so a failover waits for the election timeout and a terminated peer leaves only through GhostTTL or Leave", a.state.cfg.clusterID, err, pid.Node)
 			return
 		}
+	}
+	if _, known := a.watching[watcher]; known == false {
 		if a.watchers == nil {
 			a.watchers = make(map[gen.Atom]gen.PID)
 			a.watching = make(map[gen.PID]gen.Atom)
@@ -684,7 +693,7 @@ func (a *Actor) watch(pid gen.PID) {
 		a.watchers[pid.Node] = watcher
 		a.watching[watcher] = pid.Node
 	}
-	if err := a.Send(watcher, watchRequest{PID: pid}); err != nil {
+	if err := a.Send(watcher, watchRequest{PID: pid, Hints: a.hints, Losses: a.losses}); err != nil {
 		a.Log().Error("leader %q: cannot reach the watcher process (%s); %s is not monitored", a.state.cfg.clusterID, err, pid)
 	}
 }
@@ -723,7 +732,19 @@ func (a *Actor) unwatch(node gen.Atom) {
 	}
 	delete(a.watchers, node)
 	delete(a.watching, watcher)
+	if a.isShared(watcher) {
+		delete(a.sharedWatchers, watcher)
+		a.Send(watcher, watchCancel{Node: node})
+		a.Demonitor(watcher) // local: it does not block
+		return
+	}
 	a.SendExit(watcher, gen.TerminateReasonNormal)
+}
+
+// isShared reports whether watcher is a shared one (shared_watcher.go):
+// the private ones are the actor's children.
+func (a *Actor) isShared(watcher gen.PID) bool {
+	return a.sharedWatchers[watcher]
 }
 
 // replaceWatcher stops the watcher of node, whose monitors there may be
@@ -737,9 +758,14 @@ func (a *Actor) replaceWatcher(node gen.Atom) {
 	delete(a.watchers, node)
 	delete(a.watching, old)
 	a.SendExit(old, gen.TerminateReasonNormal)
+	a.rewatchLater(node)
+}
+
+// rewatchLater has a new watcher monitor node's member once the node has
+// processed the connection's end (watcher.go, nodeSettle).
+func (a *Actor) rewatchLater(node gen.Atom) {
 	a.state.now = a.clock()
 	a.state.monitoring(node)
-	// after the node has processed the connection's end (watcher.go)
 	a.SendAfter(a.PID(), rewatch{Node: node}, nodeSettlePause)
 }
 

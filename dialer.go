@@ -86,7 +86,7 @@ func (d *dialer) ProcessTerminate(reason error) {}
 // ProcessRun connects for every request and reports back. Any exit signal
 // (the actor it serves is gone) ends it.
 func (d *dialer) ProcessRun() error {
-	return serveHelper(d.process, func(m *gen.MailboxMessage, system bool) {
+	return serveHelper(d.process, neverEnds(func(m *gen.MailboxMessage, system bool) {
 		request, isRequest := m.Message.(dialRequest)
 		if isRequest == false || (m.From != d.process.Parent() && m.From != d.process.PID()) {
 			return
@@ -123,7 +123,15 @@ func (d *dialer) ProcessRun() error {
 		for _, pid := range waiters {
 			d.process.Send(pid, sharedDialResult{Node: request.Node})
 		}
-	})
+	}))
+}
+
+// neverEnds adapts a handle that never ends its process to serveHelper.
+func neverEnds(handle func(m *gen.MailboxMessage, system bool)) func(*gen.MailboxMessage, bool) error {
+	return func(m *gen.MailboxMessage, system bool) error {
+		handle(m, system)
+		return nil
+	}
 }
 
 // serveHelper is the mailbox loop of the actor's helper processes (the
@@ -131,7 +139,9 @@ func (d *dialer) ProcessRun() error {
 // queues to handle, reporting which queue it came from (the framework's
 // notifications come in System), until the process has nothing left to
 // do; any exit signal, from the actor that is gone, ends the process.
-func serveHelper(process gen.Process, handle func(m *gen.MailboxMessage, system bool)) (reason error) {
+//
+// A non-nil result of handle ends the process with that reason.
+func serveHelper(process gen.Process, handle func(m *gen.MailboxMessage, system bool) error) (reason error) {
 	if lib.Recover() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -169,8 +179,11 @@ func serveHelper(process gen.Process, handle func(m *gen.MailboxMessage, system 
 			}
 		}
 		if m, isMessage := value.(*gen.MailboxMessage); isMessage {
-			handle(m, system)
+			err := handle(m, system)
 			gen.ReleaseMailboxMessage(m)
+			if err != nil {
+				return err
+			}
 		}
 	}
 }

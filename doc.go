@@ -138,8 +138,10 @@
 //     all of them to each other node in one message per interval and brings
 //     the acknowledgements back in one; votes, pre-votes and handovers stay
 //     per election, and the guarantees hold per election, unchanged
-//     (docs/coalescing.md). Options.DisableCoalescing turns it off for an
-//     election.
+//     (docs/coalescing.md). Likewise the node watches each other node's
+//     processes for all its elections with one process, registered as
+//     "leader_watch_" + that node's name. Options.DisableCoalescing turns
+//     both off for an election.
 //
 // The roles and what moves a node between them:
 //

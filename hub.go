@@ -133,7 +133,7 @@ func (h *hub) ProcessTerminate(reason error) {}
 
 // ProcessRun serves joins, ticks and the other hubs' messages.
 func (h *hub) ProcessRun() error {
-	return serveHelper(h.process, func(m *gen.MailboxMessage, system bool) {
+	return serveHelper(h.process, neverEnds(func(m *gen.MailboxMessage, system bool) {
 		self := h.process.Node().Name()
 		switch message := m.Message.(type) {
 		case hubJoin:
@@ -161,7 +161,7 @@ func (h *hub) ProcessRun() error {
 				h.acks(m.From, message)
 			}
 		}
-	})
+	}))
 }
 
 // join adds an actor's slot.

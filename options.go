@@ -64,13 +64,15 @@ type Options struct {
 	GhostTTL int
 
 	// DisableCoalescing makes this election send and answer its own
-	// heartbeats. By default the heartbeats of all the elections on a node
-	// travel through the node's liveness hub (a process registered as
-	// "leader_liveness", started by the first election actor on the node),
-	// in one message per other node and interval, however many elections
-	// share the nodes; the guarantees are the same either way. Disable it
-	// only to compare the two, or when one election per node is all you run
-	// and you want no extra process.
+	// heartbeats and watch its members with processes of its own. By
+	// default the heartbeats of all the elections on a node travel through
+	// the node's liveness hub (a process registered as "leader_liveness",
+	// started by the first election actor on the node), in one message per
+	// other node and interval, however many elections share the nodes, and
+	// the node watches each other node's processes with one shared watcher
+	// (registered as "leader_watch_" + that node's name); the guarantees
+	// are the same either way. Disable it only to compare the two, or when
+	// one election per node is all you run and you want no extra process.
 	DisableCoalescing bool
 }
 

@@ -65,8 +65,8 @@ func (c *simCluster) forge(b *simActor, victim gen.PID, way int) {
 // node's core process): a duplicate of a real one, or one for an earlier
 // incarnation.
 func (c *simCluster) redeliver(b *simActor, pid gen.PID, reason error) {
-	watcher := b.watcherOf(pid.Node)
-	if watcher == (gen.PID{}) {
+	to := b.watcherOf(pid.Node)
+	if to == (gen.PID{}) {
 		return
 	}
 	from := pid
@@ -74,7 +74,27 @@ func (c *simCluster) redeliver(b *simActor, pid gen.PID, reason error) {
 		from = simCorePID(c.sim.nodes[b.PID().Node])
 	}
 	c.sim.note("REDELIVER at %s: down %s (%s)", b.PID().Node, pid, reason)
-	c.sim.deliver(watcher, true, from, gen.MessageDownPID{PID: pid, Reason: reason})
+	c.sim.deliver(to, true, from, gen.MessageDownPID{PID: pid, Reason: reason})
+}
+
+// sharedWatcherOf returns b's watcher of node if it is a shared one.
+func (c *simCluster) sharedWatcherOf(b *simActor, node gen.Atom) *watcher {
+	p := c.sim.process(b.watcherOf(node))
+	if p == nil {
+		return nil
+	}
+	if w, ok := p.behavior.(*watcher); ok && w.shared {
+		return w
+	}
+	return nil
+}
+
+// unwatchedDownsOrZero is w's count of dropped downs; 0 for nil.
+func (w *watcher) unwatchedDownsOrZero() uint64 {
+	if w == nil {
+		return 0
+	}
+	return w.unwatchedDowns
 }
 
 // droppedCounts snapshots every live actor's drop counters.
@@ -119,6 +139,31 @@ func TestNemesisForgedDowns(t *testing.T) {
 					if got := b.state.dropped[reason] - before[b][reason]; got != n {
 						t.Fatalf("seed %d, %s: %s counted %d under %q, want %d", seed, stage, b.inc, got, reason, n)
 					}
+				}
+			}
+		}
+
+		// duplicates: each down redelivered to b's watcher is dropped,
+		// counted by b as stale_down, or, by a shared watcher that no
+		// longer has anyone watching that process, as unwatched
+		type dupCount struct {
+			stale, unwatched uint64
+			sent             int
+		}
+		countDuplicates := func(node gen.Atom) map[*simActor]*dupCount {
+			out := make(map[*simActor]*dupCount)
+			for _, name := range c.liveNames() {
+				b := c.actors[name]
+				out[b] = &dupCount{stale: b.state.dropped["stale_down"], unwatched: c.sharedWatcherOf(b, node).unwatchedDownsOrZero()}
+			}
+			return out
+		}
+		requireDuplicatesDropped := func(before map[*simActor]*dupCount, node gen.Atom, stage string) {
+			t.Helper()
+			for b, d := range before {
+				got := b.state.dropped["stale_down"] - d.stale + c.sharedWatcherOf(b, node).unwatchedDownsOrZero() - d.unwatched
+				if got != uint64(d.sent) {
+					t.Fatalf("seed %d, %s: %d of %d duplicated downs to %s were counted dropped", seed, stage, got, d.sent, b.inc)
 				}
 			}
 		}
@@ -176,20 +221,20 @@ func TestNemesisForgedDowns(t *testing.T) {
 		// the followers get the loss of a member that is not their leader
 		// late (downHints)
 		s.runFor(lazyDownPause(c.cfg()) + 10*time.Millisecond)
-		before, want = c.droppedCounts(), make(map[*simActor]map[string]uint64)
-		for _, name := range c.liveNames() {
-			c.redeliver(c.actors[name], old.PID(), gen.ErrNoConnection)
-			want[c.actors[name]] = map[string]uint64{"stale_down": 1}
+		dups := countDuplicates(old.PID().Node)
+		for b, d := range dups {
+			c.redeliver(b, old.PID(), gen.ErrNoConnection)
+			d.sent = 1
 		}
 		s.runFor(lazyDownPause(c.cfg()) + 10*time.Millisecond) // the watchers' pass too
 		requireViews(4, "a duplicated lost-connection down")
-		requireCounted(before, want, "a duplicated lost-connection down")
+		requireDuplicatesDropped(dups, old.PID().Node, "a duplicated lost-connection down")
 		fresh := c.start(old.PID().Node)
 		s.runFor(500 * time.Millisecond)
-		before, want = c.droppedCounts(), make(map[*simActor]map[string]uint64)
-		for _, name := range c.liveNames() {
-			b := c.actors[name]
+		dups = countDuplicates(old.PID().Node)
+		for b, d := range dups {
 			if b == fresh {
+				delete(dups, b)
 				continue
 			}
 			if b.HasPeer(fresh.PID()) == false {
@@ -197,11 +242,11 @@ func TestNemesisForgedDowns(t *testing.T) {
 			}
 			c.redeliver(b, old.PID(), gen.TerminateReasonKill)
 			c.redeliver(b, old.PID(), gen.ErrNoConnection)
-			want[b] = map[string]uint64{"stale_down": 2}
+			d.sent = 2
 		}
 		s.runFor(lazyDownPause(c.cfg()) + 10*time.Millisecond) // a follower gets lost connections late
 		requireViews(4, "downs for a restarted member's old process")
-		requireCounted(before, want, "downs for a restarted member's old process")
+		requireDuplicatesDropped(dups, old.PID().Node, "downs for a restarted member's old process")
 		for _, name := range c.liveNames() {
 			if b := c.actors[name]; b != fresh && b.HasPeer(fresh.PID()) == false {
 				t.Fatalf("seed %d: a down for the old process made %s forget the restarted %s", seed, b.inc, fresh.inc)

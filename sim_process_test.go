@@ -210,6 +210,18 @@ func (p *simProcess) Demonitor(target any) error {
 	}
 	return nil
 }
+
+// UnregisterName frees the process's name, as a retiring shared watcher
+// does before it stops.
+func (p *simProcess) UnregisterName() error {
+	if p.name == "" {
+		return gen.ErrNameUnknown
+	}
+	delete(p.node.names, p.name)
+	p.name = ""
+	return nil
+}
+
 func (p *simProcess) SendResponse(to gen.PID, ref gen.Ref, message any) error { return nil }
 
 // SendExit delivers an exit signal to a local process, as the framework
@@ -273,6 +285,15 @@ func (n simGenNode) SpawnRegister(name gen.Atom, factory gen.ProcessFactory, opt
 		return gen.PID{}, err
 	}
 	return p.pid, nil
+}
+
+// ProcessPID finds a named process of the node (the hub, the shared
+// watchers).
+func (n simGenNode) ProcessPID(name gen.Atom) (gen.PID, error) {
+	if p, ok := n.sim.nodes[n.name].names[name]; ok {
+		return p.pid, nil
+	}
+	return gen.PID{}, gen.ErrProcessUnknown
 }
 
 type simGenNetwork struct {

@@ -12,9 +12,19 @@ import (
 // framework blocks the caller until the other node answers or its request
 // timeout (seconds) expires, and a node that is stalled or shutting down
 // does not answer. An actor that monitored its peers itself would stop
-// heartbeating for that long. So a small linked helper process, the
-// watcher, monitors the members' processes and forwards their downs to the
-// actor; the actor never calls Monitor or Demonitor on the network.
+// heartbeating for that long. So a helper process, the watcher, monitors
+// the members' processes and forwards their downs to the actor; the actor
+// never calls Monitor or Demonitor on the network.
+//
+// One watcher per remote node. By default (coalescing on) the watcher of a
+// remote node is shared by every election of this node: a process
+// registered as watcherName(node), started by the first actor that needs
+// it (shared_watcher.go). A node crash then costs each survivor one
+// notification per watched process and one for the node, all into one
+// mailbox, instead of two for every election, each waking a process of its
+// own: on two cores, a thousand elections' watchers took 40 ms to drain
+// them. With DisableCoalescing each actor has private watchers, linked to
+// it, one per member node.
 //
 // Demonitor is not called at all: when a member's process is replaced or
 // the member leaves, the old monitor stays until that process's down, which
@@ -22,12 +32,31 @@ import (
 // terminates or whose connection drops costs nothing afterwards.
 //
 // While the watcher waits on a monitor request to a stalled node, downs of
-// other members wait in its mailbox: fast failover then falls back to the
-// election timeout, which is the bound anyway, and the election itself goes
-// on.
+// that node's processes wait in its mailbox: fast failover then falls back
+// to the election timeout, which is the bound anyway, and the election
+// itself goes on. Other nodes have watchers of their own.
 
-// watchRequest asks the watcher to monitor PID.
-type watchRequest struct{ PID gen.PID }
+// watchRequest asks the watcher to monitor PID. A shared watcher tells the
+// requesting actor about PID from then on, through Hints and Losses.
+type watchRequest struct {
+	PID    gen.PID
+	Hints  *downHints
+	Losses *lossBoard
+}
+
+// watchCancel tells a shared watcher that the sending actor no longer
+// needs to hear about Node's processes (they left its view).
+type watchCancel struct{ Node gen.Atom }
+
+// sharedWatch, among a watcher's spawn arguments, makes it a shared one.
+type sharedWatch struct{}
+
+// watchSub is an actor a shared watcher reports a process to.
+type watchSub struct {
+	actor  gen.PID
+	hints  *downHints
+	losses *lossBoard
+}
 
 // watchFailed reports that the framework refused to monitor PID.
 type watchFailed struct {
@@ -111,12 +140,23 @@ var watchRetryPauses = []time.Duration{
 	200 * time.Millisecond, 500 * time.Millisecond, time.Second, time.Second, 2 * time.Second, 2 * time.Second,
 }
 
-// watcher monitors members' processes on the actor's behalf.
+// watcher monitors members' processes on the actors' behalf.
 type watcher struct {
 	process gen.Process
+	// shared: the watcher serves every actor of the node that asks
+	// (watchRequest) and reports to subs; otherwise only its parent, with
+	// the parent's losses and hints
+	shared  bool
 	losses  *lossBoard
 	hints   *downHints
 	clock   func() time.Time
+	subs    map[gen.PID][]watchSub       // shared: per process, who to tell
+	actors  map[gen.PID]map[gen.PID]bool // shared: per actor, its processes
+	pending map[gen.PID]bool             // shared: monitor asked, no answer yet
+	// shared: downs of processes no actor watches (any more), dropped
+	unwatchedDowns uint64
+	late           []lateDown // shared: downs handed over late, in order
+	lateArmed      bool       // a lateFlush is on its way
 	// watching holds the processes this watcher monitors (its Monitor
 	// succeeded and no down has come since): only for those does an
 	// ErrTargetExist mean the monitor is in place.
@@ -200,15 +240,42 @@ func (a *Actor) hint() {
 // member as reachable.
 func lazyDownPause(cfg config) time.Duration { return cfg.electionTimeoutMin / 2 }
 
-// forward hands a down to the actor, at once or as late as hints allow.
-func (w *watcher) forward(parent gen.PID, pid gen.PID, reason error) {
-	if d := w.hints.delay(pid, reason); d > 0 {
-		late := peerDown{PID: pid, Reason: reason, Since: w.clock()}
-		if _, err := w.process.SendAfter(parent, late, d); err == nil {
-			return
+// forward hands a down to the actors that watch pid, each at once or as
+// late as its hints allow; a lost connection goes on their loss boards at
+// once.
+func (w *watcher) forward(pid gen.PID, reason error) {
+	lost := errors.Is(reason, gen.ErrNoConnection)
+	for _, sub := range w.audience(pid) {
+		if lost && sub.losses != nil {
+			sub.losses.mark(pid.Node, w.clock())
 		}
+		if d := sub.hints.delay(pid, reason); d > 0 {
+			late := peerDown{PID: pid, Reason: reason, Since: w.clock()}
+			if w.shared {
+				w.postpone(sub.actor, late, d)
+				continue
+			}
+			if _, err := w.process.SendAfter(sub.actor, late, d); err == nil {
+				continue
+			}
+		}
+		w.process.Send(sub.actor, peerDown{PID: pid, Reason: reason})
 	}
-	w.process.Send(parent, peerDown{PID: pid, Reason: reason})
+}
+
+// audience returns the actors to tell about pid.
+func (w *watcher) audience(pid gen.PID) []watchSub {
+	if w.shared {
+		return w.subs[pid]
+	}
+	return []watchSub{{actor: w.process.Parent(), hints: w.hints, losses: w.losses}}
+}
+
+// tell sends message to the actors that watch pid.
+func (w *watcher) tell(pid gen.PID, message any) {
+	for _, sub := range w.audience(pid) {
+		w.process.Send(sub.actor, message)
+	}
 }
 
 // lossBoard is where the watcher notes, the moment it gets the down, when
@@ -256,6 +323,8 @@ func (w *watcher) ProcessInit(process gen.Process, args ...any) error {
 			w.hints = a
 		case func() time.Time:
 			w.clock = a
+		case sharedWatch:
+			w.shared = true
 		}
 	}
 	return nil
@@ -266,24 +335,36 @@ func (w *watcher) ProcessKind() gen.ProcessKind { return gen.ProcessKindCustom }
 func (w *watcher) ProcessTerminate(reason error) {}
 
 // ProcessRun serves monitor requests and forwards downs. Any exit signal
-// (the actor it serves is gone) ends it.
+// (the actor it serves is gone, or the node stops) ends it; a shared
+// watcher also ends when it suspects a one-sided monitor (nodeSettle).
 func (w *watcher) ProcessRun() error {
 	return serveHelper(w.process, w.handle)
 }
 
 // handle serves one message of the watcher's mailbox; system tells whether
 // it came in the System queue, where the framework puts its notifications.
-func (w *watcher) handle(m *gen.MailboxMessage, system bool) {
+// A non-nil result ends the watcher.
+func (w *watcher) handle(m *gen.MailboxMessage, system bool) error {
 	parent := w.process.Parent()
 	switch message := m.Message.(type) {
 	case watchRequest:
+		if w.shared {
+			if w.subscribe(m.From, message) {
+				w.watch(message.PID, 0)
+			}
+			return nil
+		}
 		if m.From != parent {
-			return
+			return nil
 		}
 		w.watch(message.PID, 0)
+	case watchCancel:
+		if w.shared {
+			w.cancel(m.From, message.Node)
+		}
 	case watchRetry:
 		if m.From != w.process.PID() {
-			return
+			return nil
 		}
 		w.watch(message.PID, message.Attempt)
 	case gen.MessageDownNode:
@@ -300,6 +381,10 @@ func (w *watcher) handle(m *gen.MailboxMessage, system bool) {
 				w.process.Send(w.process.PID(), nodeSettleCheck{Node: message.Name})
 			}
 		}
+	case lateFlush:
+		if m.From == w.process.PID() {
+			w.flushLate()
+		}
 	case nodeSettleCheck:
 		if m.From == w.process.PID() && w.watchesOn(message.Node) {
 			wait := max(w.settleUntil[message.Node].Sub(w.clock()), 0)
@@ -307,25 +392,43 @@ func (w *watcher) handle(m *gen.MailboxMessage, system bool) {
 		}
 	case nodeSettle:
 		if m.From == w.process.PID() && w.watchesOn(message.Node) {
+			if w.shared {
+				return w.retire(message.Node)
+			}
 			w.process.Send(parent, watchSuspect{Node: message.Node})
 		}
 	case gen.MessageDownPID:
 		if deliveredByFramework(w.process, m, system, message) == false {
-			w.process.Send(parent, forgedDown{From: m.From})
-			return
+			w.tellForged(message.PID, m.From)
+			return nil
+		}
+		if w.shared && message.PID.Node == w.process.PID().Node {
+			w.actorGone(message.PID)
+			return nil
+		}
+		if w.shared && len(w.subs[message.PID]) == 0 {
+			// a duplicate, or the down of a process every election
+			// stopped watching: nobody to tell
+			w.unwatchedDowns++
+			delete(w.watching, message.PID)
+			delete(w.reported, message.PID)
+			return nil
 		}
 		if _, reported := w.reported[message.PID]; reported {
 			delete(w.reported, message.PID)
 			if errors.Is(message.Reason, gen.ErrNoConnection) {
-				return // the connection's end was reported for it already
+				// the connection's end was reported for it already; the
+				// subscriptions stay, as those of an actor that asked
+				// again since, for a new monitor, may be among them (a
+				// member's leaving its views ends them: watchCancel)
+				return nil
 			}
 		}
 		delete(w.watching, message.PID)
-		if w.losses != nil && errors.Is(message.Reason, gen.ErrNoConnection) {
-			w.losses.mark(message.PID.Node, w.clock())
-		}
-		w.forward(parent, message.PID, message.Reason)
+		w.forward(message.PID, message.Reason)
+		w.unsubscribeAll(message.PID)
 	}
+	return nil
 }
 
 // watch monitors pid, unless this watcher already does; attempt counts the
@@ -342,6 +445,17 @@ func (w *watcher) watch(pid gen.PID, attempt int) {
 				return
 			}
 		}
+	}
+	if _, err := w.process.Node().Network().Node(pid.Node); err != nil {
+		// no connection: the framework would dial inside Monitor, and a
+		// dial to a node that drops packets blocks this process (and, for
+		// a shared watcher, every election's monitors there) for seconds;
+		// the actor probes the member through its dialer and asks again
+		// once it hears from it
+		delete(w.pending, pid)
+		w.tell(pid, watchFailed{PID: pid, Err: gen.ErrNoConnection})
+		w.unsubscribeAll(pid)
+		return
 	}
 	if w.nodes[pid.Node] == false {
 		// first the node, so that no connection's end goes unseen while
@@ -361,7 +475,8 @@ func (w *watcher) watch(pid gen.PID, attempt int) {
 			w.watching = make(map[gen.PID]struct{})
 		}
 		w.watching[pid] = struct{}{}
-		w.process.Send(w.process.Parent(), watchStarted{PID: pid})
+		delete(w.pending, pid)
+		w.tell(pid, watchStarted{PID: pid})
 		return
 	case errors.Is(err, gen.ErrTargetExist) && attempt < len(watchRetryPauses):
 		_, err = w.process.SendAfter(w.process.PID(), watchRetry{PID: pid, Attempt: attempt + 1}, watchRetryPauses[attempt])
@@ -369,7 +484,9 @@ func (w *watcher) watch(pid gen.PID, attempt int) {
 			return
 		}
 	}
-	w.process.Send(w.process.Parent(), watchFailed{PID: pid, Err: err})
+	delete(w.pending, pid)
+	w.tell(pid, watchFailed{PID: pid, Err: err})
+	w.unsubscribeAll(pid)
 }
 
 // watchesOn reports whether the watcher monitors a process of node, or
@@ -402,7 +519,6 @@ func (w *watcher) watchesOn(node gen.Atom) bool {
 // watcher is replaced as for any monitor that outlived its connection
 // (nodeSettle).
 func (w *watcher) connectionLost(node gen.Atom) {
-	now := w.clock()
 	for pid := range w.watching {
 		if pid.Node != node {
 			continue
@@ -412,10 +528,9 @@ func (w *watcher) connectionLost(node gen.Atom) {
 			w.reported = make(map[gen.PID]struct{})
 		}
 		w.reported[pid] = struct{}{}
-		if w.losses != nil {
-			w.losses.mark(node, now)
-		}
-		w.forward(w.process.Parent(), pid, gen.ErrNoConnection)
+		// the actors stay subscribed: the process's own down may still
+		// say it terminated, which removes the member at once
+		w.forward(pid, gen.ErrNoConnection)
 	}
 }
 

@@ -21,6 +21,7 @@ type scriptedProcess struct {
 	sentTo       []any
 	after        []time.Duration
 	unconnected  map[gen.Atom]bool // nodes the network reports as not connected
+	unregistered bool              // UnregisterName was called
 }
 
 // Node and Network answer only whether a node is connected.

@@ -1,0 +1,285 @@
+package leader
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// The shared watcher of a remote node: one process per node and remote
+// node, registered as watcherName(remote), that monitors the processes of
+// that node for every election of this node (watcher.go).
+//
+// Life cycle. The first actor that needs to watch a process of the remote
+// node starts it (Node().SpawnRegister, no parent link); later ones find
+// it by name. Each actor monitors it, and it monitors each actor that
+// asked: the actor's subscriptions end with the actor. It lives as long as
+// its node, idle when nothing is left to watch, with one exception: when a
+// connection to the remote node ended and a monitor there outlived it (it
+// may be one-sided, see nodeSettle), it unregisters its name and stops,
+// because only a new process can monitor those processes again. Its
+// actors see its down, wait nodeSettlePause and ask the next one, which
+// the first of them starts. A watcher that fails for any other reason is
+// replaced the same way. Until its actors have asked the new one, their
+// members' downs do not come, so a failover in that window waits for the
+// election timeout: late, never unsafe.
+//
+// Without coalescing, or when the shared watcher cannot be started, each
+// actor starts its own watchers instead.
+
+// watcherName is the registered name of the shared watcher of node's
+// processes; empty when node's name is too long for one.
+func watcherName(node gen.Atom) gen.Atom {
+	const prefix = "leader_watch_"
+	if len(prefix)+len(node) > 255 {
+		return ""
+	}
+	return gen.Atom(prefix + string(node))
+}
+
+// sharedWatcher returns the node's shared watcher of node's processes,
+// starting it on first use, and monitors it; false when there is none to
+// use (coalescing disabled, or it cannot be started), and the actor starts
+// a private one.
+func (a *Actor) sharedWatcher(node gen.Atom) (gen.PID, bool) {
+	name := watcherName(node)
+	if a.noCoalescing || name == "" {
+		return gen.PID{}, false
+	}
+	pid, err := a.Node().ProcessPID(name)
+	if err != nil {
+		pid, err = a.Node().SpawnRegister(name, factoryWatcher, gen.ProcessOptions{}, sharedWatch{}, a.clock)
+		if errors.Is(err, gen.ErrTaken) {
+			pid, err = a.Node().ProcessPID(name)
+		}
+	}
+	if err == nil {
+		err = a.Monitor(pid)
+	}
+	if err != nil {
+		a.Log().Warning("leader %q: cannot use the node's shared watcher of %s (%s); this election watches its members there with a process of its own", a.state.cfg.clusterID, node, err)
+		return gen.PID{}, false
+	}
+	if a.sharedWatchers == nil {
+		a.sharedWatchers = make(map[gen.PID]bool)
+	}
+	a.sharedWatchers[pid] = true
+	return pid, true
+}
+
+// sharedWatcherDown handles the down of a shared watcher: the actor asks
+// the next one, after the pause a stopping watcher leaves the other node
+// (watcher.go, nodeSettle).
+func (a *Actor) sharedWatcherDown(pid gen.PID) bool {
+	if a.sharedWatchers[pid] == false {
+		return false
+	}
+	delete(a.sharedWatchers, pid)
+	node, ok := a.watching[pid]
+	if ok == false {
+		return true
+	}
+	delete(a.watchers, node)
+	delete(a.watching, pid)
+	a.rewatchLater(node)
+	return true
+}
+
+// subscribe records that actor wants to hear about req.PID and reports
+// whether the watcher must now ask for its monitor: not when it monitors
+// it already (the actor is told at once) or a request is under way.
+func (w *watcher) subscribe(actor gen.PID, req watchRequest) bool {
+	if actor.Node != w.process.PID().Node || req.PID.Node == w.process.PID().Node {
+		return false
+	}
+	if _, known := w.actors[actor]; known == false {
+		// local, so it does not block; a gone actor's requests are void
+		if w.process.Monitor(actor) != nil {
+			return false
+		}
+		if w.actors == nil {
+			w.actors = make(map[gen.PID]map[gen.PID]bool)
+		}
+		w.actors[actor] = make(map[gen.PID]bool)
+	}
+	sub := watchSub{actor: actor, hints: req.Hints, losses: req.Losses}
+	subs := w.subs[req.PID]
+	if i := subIndex(subs, actor); i >= 0 {
+		subs[i] = sub
+	} else {
+		if w.subs == nil {
+			w.subs = make(map[gen.PID][]watchSub)
+		}
+		w.subs[req.PID] = append(subs, sub)
+	}
+	w.actors[actor][req.PID] = true
+	if _, watching := w.watching[req.PID]; watching {
+		w.process.Send(actor, watchStarted{PID: req.PID})
+		return false
+	}
+	if w.pending[req.PID] {
+		return false
+	}
+	if w.pending == nil {
+		w.pending = make(map[gen.PID]bool)
+	}
+	w.pending[req.PID] = true
+	return true
+}
+
+func subIndex(subs []watchSub, actor gen.PID) int {
+	for i, sub := range subs {
+		if sub.actor == actor {
+			return i
+		}
+	}
+	return -1
+}
+
+// unsubscribe drops actor's interest in pid.
+func (w *watcher) unsubscribe(actor, pid gen.PID) {
+	subs := w.subs[pid]
+	if i := subIndex(subs, actor); i >= 0 {
+		subs = append(subs[:i], subs[i+1:]...)
+	}
+	if len(subs) == 0 {
+		delete(w.subs, pid)
+	} else {
+		w.subs[pid] = subs
+	}
+	delete(w.actors[actor], pid)
+}
+
+// unsubscribeAll drops every actor's interest in pid, whose down came or
+// whose monitor failed: an actor that still needs it asks again.
+func (w *watcher) unsubscribeAll(pid gen.PID) {
+	for _, sub := range w.subs[pid] {
+		delete(w.actors[sub.actor], pid)
+	}
+	delete(w.subs, pid)
+}
+
+// cancel drops actor's interest in node's processes (they left its view).
+// The monitors stay, as a private watcher's would until its end: a
+// Demonitor is a request to the other node.
+func (w *watcher) cancel(actor gen.PID, node gen.Atom) {
+	for pid := range w.actors[actor] {
+		if pid.Node == node {
+			w.unsubscribe(actor, pid)
+		}
+	}
+}
+
+// actorGone drops the subscriptions of an actor that terminated.
+func (w *watcher) actorGone(actor gen.PID) {
+	for pid := range w.actors[actor] {
+		w.unsubscribe(actor, pid)
+	}
+	delete(w.actors, actor)
+}
+
+// tellForged reports a down the framework did not deliver to the actors
+// that watch the process it names; a private watcher tells its actor.
+func (w *watcher) tellForged(pid gen.PID, from gen.PID) {
+	if w.shared == false {
+		w.process.Send(w.process.Parent(), forgedDown{From: from})
+		return
+	}
+	w.tell(pid, forgedDown{From: from})
+}
+
+// errWatcherRetired is why a shared watcher stops after a connection's end
+// left one of its monitors in doubt.
+var errWatcherRetired = errors.New("leader: a monitor may have outlived its connection; a new watcher takes over")
+
+// retire ends a shared watcher that may hold a one-sided monitor on node:
+// the name goes first, so that its actors, which see its down, start or
+// find the next one.
+func (w *watcher) retire(node gen.Atom) error {
+	w.process.UnregisterName()
+	w.process.Log().Info("leader: the watcher of %s stops: a monitor there may have outlived the connection that ended; its elections ask a new one in %s", node, nodeSettlePause)
+	return errWatcherRetired
+}
+
+// lateDown is a down a shared watcher hands over late (downHints).
+type lateDown struct {
+	to   gen.PID
+	down peerDown
+	due  time.Time
+}
+
+// lateFlush is the shared watcher's reminder to hand over the late downs
+// that are due.
+type lateFlush struct{}
+
+// postpone queues a down for actor until after. A node crash gives a
+// survivor's shared watcher a late down for every follower of a living
+// leader, hundreds at once: one timer for all of them, not one each, so
+// that the downs that may not wait go out first and cheaply.
+func (w *watcher) postpone(actor gen.PID, down peerDown, after time.Duration) {
+	w.late = append(w.late, lateDown{to: actor, down: down, due: w.clock().Add(after)})
+	if w.lateArmed == false {
+		w.armLate(after)
+	}
+}
+
+func (w *watcher) armLate(after time.Duration) {
+	if _, err := w.process.SendAfter(w.process.PID(), lateFlush{}, after); err != nil {
+		// no timer: hand them over now rather than never
+		w.late, w.lateArmed = w.deliverLate(w.late, time.Time{}), false
+		return
+	}
+	w.lateArmed = true
+}
+
+// flushLate hands over the late downs that are due and waits for the rest.
+func (w *watcher) flushLate() {
+	w.lateArmed = false
+	now := w.clock()
+	w.late = w.deliverLate(w.late, now)
+	if len(w.late) == 0 {
+		return
+	}
+	next := w.late[0].due // elections may differ in their pause
+	for _, l := range w.late[1:] {
+		if l.due.Before(next) {
+			next = l.due
+		}
+	}
+	w.armLate(max(next.Sub(now), time.Millisecond))
+}
+
+// deliverLate sends the downs of list due by now (all of them for a zero
+// now) and returns the others, in order.
+func (w *watcher) deliverLate(list []lateDown, now time.Time) []lateDown {
+	keep := list[:0]
+	for _, l := range list {
+		if now.IsZero() == false && l.due.After(now) {
+			keep = append(keep, l)
+			continue
+		}
+		w.process.Send(l.to, l.down)
+	}
+	clear(list[len(keep):])
+	return keep
+}
+
+// inspect is what the watcher shows in the observer.
+func (w *watcher) inspect() map[string]string {
+	elections := 0
+	for _, pids := range w.actors {
+		if len(pids) > 0 {
+			elections++
+		}
+	}
+	return map[string]string{
+		"ergo:shared":    strconv.FormatBool(w.shared),
+		"ergo:watching":  strconv.Itoa(len(w.watching)),
+		"ergo:elections": strconv.Itoa(elections), // that watch a process now
+		// downs of processes no election watches (any more): duplicates,
+		// or members that left every view
+		"ergo:unwatched_downs": strconv.FormatUint(w.unwatchedDowns, 10),
+	}
+}

@@ -1,0 +1,146 @@
+package leader
+
+import (
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The shared watcher of node b, on node a, serving several elections of
+// node a (shared_watcher.go).
+
+func (p *scriptedProcess) UnregisterName() error {
+	p.unregistered = true
+	return nil
+}
+
+func (p *scriptedProcess) Log() gen.Log { return &testLog{} }
+
+// newSharedWatcher returns a shared watcher on node a and two actors of a.
+func newSharedWatcher() (*watcher, *scriptedProcess, gen.PID, gen.PID) {
+	self := gen.PID{Node: node("a"), ID: 7, Creation: 1}
+	p := &scriptedProcess{self: self, parent: gen.PID{Node: node("a"), ID: 1, Creation: 1}}
+	w := &watcher{process: p, shared: true, clock: func() time.Time { return t0 }}
+	a1 := gen.PID{Node: node("a"), ID: 101, Creation: 1}
+	a2 := gen.PID{Node: node("a"), ID: 102, Creation: 1}
+	return w, p, a1, a2
+}
+
+func request(from gen.PID, message any) *gen.MailboxMessage {
+	return &gen.MailboxMessage{From: from, Type: gen.MailboxMessageTypeRegular, Message: message}
+}
+
+// Two elections that watch the same process cost one monitor request; each
+// is told the monitor is in place, the second at once. Each election that
+// asks is monitored itself (locally), once.
+func TestSharedWatcherMonitorsAProcessOnceForEveryElection(t *testing.T) {
+	w, p, a1, a2 := newSharedWatcher()
+	target := pid("b")
+	require.NoError(t, w.handle(request(a1, watchRequest{PID: target}), false))
+	require.NoError(t, w.handle(request(a2, watchRequest{PID: target}), false))
+	assert.Equal(t, []gen.PID{a1, target, a2}, p.monitored, "the two actors, and the target once")
+	assert.Equal(t, []any{watchStarted{PID: target}, watchStarted{PID: target}}, p.sent)
+	assert.ElementsMatch(t, []any{a1, a2}, p.sentTo)
+
+	// a request from another node is not served
+	require.NoError(t, w.handle(request(pid("c"), watchRequest{PID: target}), false))
+	assert.Len(t, p.sent, 2)
+	assert.Equal(t, "2", w.inspect()["ergo:elections"])
+	assert.Equal(t, "1", w.inspect()["ergo:watching"])
+}
+
+// A lost connection reaches each election as its own hints allow: the
+// follower whose leader died there at once, the follower of a leader
+// elsewhere late; every loss board at once. The late downs of many
+// elections share one timer.
+func TestSharedWatcherHandsEachElectionItsDownItsOwnWay(t *testing.T) {
+	const pause = 75 * time.Millisecond
+	w, p, a1, a2 := newSharedWatcher()
+	leader, member := pid("b"), pid("b")
+	member.ID++
+	h1, h2 := &downHints{pause: pause}, &downHints{pause: pause}
+	h1.set(true, leader)
+	h2.set(true, pid("c"))
+	l1, l2 := &lossBoard{}, &lossBoard{}
+	w.handle(request(a1, watchRequest{PID: leader, Hints: h1, Losses: l1}), false)
+	w.handle(request(a2, watchRequest{PID: leader, Hints: h2, Losses: l2}), false)
+	w.handle(request(a2, watchRequest{PID: member, Hints: h2, Losses: l2}), false)
+	p.sent, p.sentTo = nil, nil
+
+	require.NoError(t, w.handle(fromCore(gen.MessageDownNode{Name: leader.Node}), true))
+	require.Len(t, p.sent, 3)
+	assert.ElementsMatch(t, []any{peerDown{PID: leader, Reason: gen.ErrNoConnection}, lateFlush{}}, p.sent[:2],
+		"a1's leader at once; a2's two downs wait for one timer")
+	assert.Equal(t, nodeSettleCheck{Node: leader.Node}, p.sent[2])
+	assert.Equal(t, []any{a1, p.self}, p.sentTo, "(the timer is not a send)")
+	assert.Equal(t, []time.Duration{pause}, p.after)
+	assert.True(t, l1.since(leader.Node, t0) && l2.since(leader.Node, t0), "both boards marked at once")
+
+	p.sent, p.sentTo = nil, nil
+	w.clock = func() time.Time { return t0.Add(pause) }
+	require.NoError(t, w.handle(fromSelf(p, lateFlush{}), false))
+	assert.ElementsMatch(t, []any{peerDown{PID: leader, Reason: gen.ErrNoConnection, Since: t0}, peerDown{PID: member, Reason: gen.ErrNoConnection, Since: t0}}, p.sent)
+	assert.Equal(t, []any{a2, a2}, p.sentTo)
+	assert.Empty(t, w.late)
+}
+
+// An election that ended, or that no longer has members on the node, hears
+// nothing more; a down nobody watches is counted and dropped.
+func TestSharedWatcherForgetsElectionsThatNoLongerWatch(t *testing.T) {
+	w, p, a1, a2 := newSharedWatcher()
+	target := pid("b")
+	w.handle(request(a1, watchRequest{PID: target}), false)
+	w.handle(request(a2, watchRequest{PID: target}), false)
+	require.NoError(t, w.handle(request(a1, watchCancel{Node: target.Node}), false))
+	// a2 terminated: its down comes from a2 itself
+	require.NoError(t, w.handle(&gen.MailboxMessage{From: a2, Type: gen.MailboxMessageTypeRegular, Message: gen.MessageDownPID{PID: a2, Reason: gen.TerminateReasonKill}}, true))
+	assert.Equal(t, "0", w.inspect()["ergo:elections"], "a1 no longer watches, a2 is forgotten")
+	assert.NotContains(t, w.actors, a2)
+	p.sent = nil
+	require.NoError(t, w.handle(&gen.MailboxMessage{From: target, Type: gen.MailboxMessageTypeRegular, Message: gen.MessageDownPID{PID: target, Reason: gen.TerminateReasonKill}}, true))
+	assert.Empty(t, p.sent, "nobody to tell")
+	assert.Equal(t, "1", w.inspect()["ergo:unwatched_downs"])
+	assert.Equal(t, "0", w.inspect()["ergo:watching"])
+}
+
+// A monitor that outlived its connection (nodeSettle) retires the shared
+// watcher: it gives up its name and stops, and its elections, which see
+// its down, ask the next one.
+func TestSharedWatcherRetiresWhenAMonitorOutlivedItsConnection(t *testing.T) {
+	w, p, a1, _ := newSharedWatcher()
+	gone := pid("b")
+	w.handle(request(a1, watchRequest{PID: gone}), false)
+	w.handle(fromCore(gen.MessageDownNode{Name: gone.Node}), true)
+	require.NoError(t, w.handle(fromSelf(p, nodeSettleCheck{Node: gone.Node}), false))
+	err := w.handle(fromSelf(p, nodeSettle{Node: gone.Node}), false)
+	assert.ErrorIs(t, err, errWatcherRetired, "the process ends")
+	assert.True(t, p.unregistered, "after giving up its name")
+}
+
+// A watcher does not ask the framework for a monitor on a node it has no
+// connection to: Monitor would dial, blocking the watcher for the dial.
+func TestWatcherDoesNotDialForAMonitor(t *testing.T) {
+	w, p, a1, _ := newSharedWatcher()
+	target := pid("b")
+	p.unconnected = map[gen.Atom]bool{target.Node: true}
+	w.handle(request(a1, watchRequest{PID: target}), false)
+	assert.Equal(t, []gen.PID{a1}, p.monitored, "only the actor, locally")
+	assert.Equal(t, []any{watchFailed{PID: target, Err: gen.ErrNoConnection}}, p.sent)
+}
+
+// After a connection's end the elections stay subscribed: the process's
+// own down may still say it terminated (its connection dropped just before
+// it ended), which takes the member out of the view at once.
+func TestSharedWatcherPassesOnATerminationAfterTheConnectionsEnd(t *testing.T) {
+	w, p, a1, _ := newSharedWatcher()
+	target := pid("b")
+	w.handle(request(a1, watchRequest{PID: target}), false)
+	w.handle(fromCore(gen.MessageDownNode{Name: target.Node}), true)
+	p.sent, p.sentTo = nil, nil
+	w.handle(&gen.MailboxMessage{From: target, Type: gen.MailboxMessageTypeRegular, Message: gen.MessageDownPID{PID: target, Reason: gen.TerminateReasonShutdown}}, true)
+	assert.Equal(t, []any{peerDown{PID: target, Reason: gen.TerminateReasonShutdown}}, p.sent)
+	assert.Equal(t, []any{a1}, p.sentTo)
+}
