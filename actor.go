@@ -721,7 +721,8 @@ func (a *Actor) fromWatcher(from gen.PID, report any) bool {
 	return true
 }
 
-// unwatch stops the watcher of a node that left the view.
+// unwatch stops the private watcher of a node that left the view, or tells
+// the node's shared watcher that this election is done with that node.
 func (a *Actor) unwatch(node gen.Atom) {
 	watcher, ok := a.watchers[node]
 	if ok == false {
@@ -732,19 +733,13 @@ func (a *Actor) unwatch(node gen.Atom) {
 	}
 	delete(a.watchers, node)
 	delete(a.watching, watcher)
-	if a.isShared(watcher) {
+	if a.sharedWatchers[watcher] {
 		delete(a.sharedWatchers, watcher)
 		a.Send(watcher, watchCancel{Node: node})
 		a.Demonitor(watcher) // local: it does not block
 		return
 	}
 	a.SendExit(watcher, gen.TerminateReasonNormal)
-}
-
-// isShared reports whether watcher is a shared one (shared_watcher.go):
-// the private ones are the actor's children.
-func (a *Actor) isShared(watcher gen.PID) bool {
-	return a.sharedWatchers[watcher]
 }
 
 // replaceWatcher stops the watcher of node, whose monitors there may be

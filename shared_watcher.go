@@ -180,16 +180,6 @@ func (w *watcher) actorGone(actor gen.PID) {
 	delete(w.actors, actor)
 }
 
-// tellForged reports a down the framework did not deliver to the actors
-// that watch the process it names; a private watcher tells its actor.
-func (w *watcher) tellForged(pid gen.PID, from gen.PID) {
-	if w.shared == false {
-		w.process.Send(w.process.Parent(), forgedDown{From: from})
-		return
-	}
-	w.tell(pid, forgedDown{From: from})
-}
-
 // errWatcherRetired is why a shared watcher stops after a connection's end
 // left one of its monitors in doubt.
 var errWatcherRetired = errors.New("leader: a monitor may have outlived its connection; a new watcher takes over")

@@ -399,7 +399,9 @@ func (w *watcher) handle(m *gen.MailboxMessage, system bool) error {
 		}
 	case gen.MessageDownPID:
 		if deliveredByFramework(w.process, m, system, message) == false {
-			w.tellForged(message.PID, m.From)
+			// to whoever watches the process it names (a private
+			// watcher's actor in any case)
+			w.tell(message.PID, forgedDown{From: m.From})
 			return nil
 		}
 		if w.shared && message.PID.Node == w.process.PID().Node {
