@@ -422,7 +422,28 @@ func (e *election) sweepGhosts() {
 			m.nextProbe = e.now.Add(e.ghostProbeSpacing())
 		}
 	}
+	// A ghost whose probes go unanswered over a connection the framework
+	// calls up is the simultaneous-connect bug's silent connection
+	// (silence.go). A follower with a hub looks for those only every chore
+	// interval (twenty ElectionTimeoutMin), which can be longer than
+	// GhostTTL: two followers that lost each other for a moment would drop
+	// each other with the connection back, as the lab found on the v320
+	// branch and on the stand-in with that bug on. The sweeps already
+	// wake the election while it has ghosts, so they look too.
+	if e.hasGhosts() {
+		e.findSilentConnections()
+	}
 	e.armGhostTimer()
+}
+
+// hasGhosts reports whether a member of the view is unreachable.
+func (e *election) hasGhosts() bool {
+	for _, m := range e.members {
+		if m.unreachableSince.IsZero() == false {
+			return true
+		}
+	}
+	return false
 }
 
 // ghostProbeSpacing is the time between two Hellos to a ghost from a member

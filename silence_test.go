@@ -256,3 +256,46 @@ func TestFollowerWithoutAHubHasNoChoreTimer(t *testing.T) {
 	h.e.keepChoreTimer()
 	assert.False(t, h.e.timers[timerHeartbeat].armed)
 }
+
+// Two followers that lost each other for a moment, whose connection came
+// back silent (the simultaneous-connect bug): a follower with a hub looks
+// for silent connections only every chore interval, longer than this
+// GhostTTL, so the ghost sweeps look too, and the connection is sampled
+// and reset while the ghost is still in the view.
+func TestGhostSweepsResetASilentConnectionBeforeGhostTTL(t *testing.T) {
+	h := newStateHarness(t, Options{GhostTTL: 2000}, "b", "c")
+	require.Greater(t, h.e.choreInterval(), h.e.cfg.ghostTTL, "the case: chores alone come too late")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.e.shared = &slot{}
+	lostAt := h.now
+	require.True(t, h.e.down(h.now, pid("c"), gen.ErrNoConnection))
+	due := map[timerKind]time.Time{}
+	note := func(out effects) {
+		for _, r := range out.timers {
+			due[r.kind] = h.now.Add(r.after)
+		}
+	}
+	note(h.e.takeEffects())
+	var sampled, reset time.Time
+	for h.now.Sub(lostAt) < h.e.cfg.ghostTTL && reset.IsZero() {
+		h.advance(5 * time.Millisecond)
+		for _, kind := range []timerKind{timerGhost, timerHeartbeat} {
+			if h.e.timers[kind].armed && h.now.Before(due[kind]) == false {
+				out := h.fire(kind)
+				note(out)
+				if len(out.sampleInbound) > 0 && sampled.IsZero() {
+					sampled = h.now
+				}
+				if len(out.reset) > 0 {
+					assert.Equal(t, []gen.Atom{node("c")}, out.reset)
+					reset = h.now
+				}
+			}
+		}
+	}
+	require.False(t, sampled.IsZero(), "the connection to c was sampled")
+	require.False(t, reset.IsZero(), "and reset before GhostTTL")
+	assert.GreaterOrEqual(t, reset.Sub(lostAt), h.e.silenceBound(), "not before c was silent for a whole bound")
+	assert.Contains(t, h.e.members, node("c"), "c is still in the view when its connection is reset")
+}
