@@ -633,6 +633,15 @@ func (a *Actor) perform(out effects) {
 	for _, pid := range out.monitor {
 		a.watch(pid)
 	}
+	for _, o := range out.probeGone {
+		// never a dial: a watched node is only looked at over a
+		// connection the framework already has (gone.go)
+		if a.connected(o.node) {
+			a.Send(o.to, o.message)
+		} else {
+			a.state.goneUnconnected(o.node)
+		}
+	}
 	for _, node := range out.sampleInbound {
 		a.sampleInbound(node)
 	}

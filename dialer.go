@@ -25,6 +25,8 @@ type dialRequest struct {
 	Node  gen.Atom
 	Reset bool
 	Pause time.Duration
+	// NoDial, with Reset, only disconnects (gone.go).
+	NoDial bool
 	// Share is how long a failed dial of Node by any election of this
 	// node answers for this one (connectionBoard.dial).
 	Share time.Duration
@@ -94,6 +96,9 @@ func (d *dialer) ProcessRun() error {
 		if request.Reset {
 			if remote, err := d.process.Node().Network().Node(request.Node); err == nil {
 				remote.Disconnect()
+			}
+			if request.NoDial {
+				return
 			}
 			if pause := redialPause(d.process.Node().Name(), request.Node, request.Pause); pause > 0 {
 				// the actor keeps the node marked as being dialed meanwhile,
@@ -304,6 +309,18 @@ func (a *Actor) resetConnection(node gen.Atom) {
 		return // another election on this node reset it just now
 	case resetCarrying, resetStarved:
 		a.state.connectionKept(node)
+		return
+	}
+	if a.state.isGone(node) {
+		// no dial from here (gone.go); the other elections of this node
+		// hold theirs as long, so that the restarted node's dial finds no
+		// connection here
+		a.Log().Warning("leader %q: the process of peer %s terminated, and the framework still reports its node as connected although that connection has brought nothing for %s and a Hello over it went unanswered for %s; "+
+			"resetting it without dialing again (a connection the framework kept to a restarted node would keep that node out of the view for good)",
+			a.state.cfg.clusterID, node, quiet.Round(time.Millisecond), bound)
+		pause := bound + a.state.cfg.electionTimeoutMax
+		connectionResets.holdRedial(a.Node(), node, a.clock().Add(pause))
+		a.askDialer(dialRequest{Node: node, Reset: true, NoDial: true})
 		return
 	}
 	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected, and the connection has brought nothing from that node for %s; "+
@@ -622,7 +639,9 @@ func (a *Actor) askDialer(request dialRequest) bool {
 	if err := a.Send(a.dialerPID, request); err != nil {
 		return false
 	}
-	a.dialing[node] = true
+	if request.NoDial == false {
+		a.dialing[node] = true // until the dialer reports (dialResult)
+	}
 	return true
 }
 

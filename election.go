@@ -124,15 +124,18 @@ type effects struct {
 	// nodes of members whose monitor is still unconfirmed: the actor checks
 	// that the framework is still connected to them (watchOverdue)
 	checkConnected []gen.Atom
-	joined         []gen.PID
-	left           []gen.PID
+	// Hellos to nodes whose member's process terminated, to send only
+	// over an existing connection (gone.go)
+	probeGone []outbound
+	joined    []gen.PID
+	left      []gen.PID
 	// elections of this node given a turn to campaign, to be told
 	// (admission.go)
 	turnWakes []gen.PID
 }
 
 func (o *effects) empty() bool {
-	return len(o.sends)+len(o.timers)+len(o.monitor)+len(o.reset)+len(o.sampleInbound)+len(o.joined)+len(o.left)+len(o.turnWakes) == 0
+	return len(o.sends)+len(o.timers)+len(o.monitor)+len(o.reset)+len(o.sampleInbound)+len(o.probeGone)+len(o.joined)+len(o.left)+len(o.turnWakes) == 0
 }
 
 // outbound is one message to send; node names the member it is for, so the
@@ -225,6 +228,7 @@ type election struct {
 
 	members   map[gen.Atom]*member
 	departed  map[gen.Atom]gen.PID // last process of nodes that left the view
+	gone      map[gen.Atom]*member // nodes whose member's process terminated, watched for GhostTTL (gone.go)
 	withdrawn map[gen.Atom]time.Time
 	dead      map[gen.PID]time.Time // processes reported terminated, and when
 

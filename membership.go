@@ -58,6 +58,7 @@ func (m *member) address(fallbackName gen.Atom) any {
 func (e *election) newMember(node gen.Atom) *member {
 	m := &member{node: node, knownPID: e.departed[node]}
 	e.members[node] = m
+	delete(e.gone, node) // back: watched as a member from now on
 	return m
 }
 
@@ -142,6 +143,7 @@ func (e *election) leave(node gen.Atom) {
 		return
 	}
 	e.withdrawn[node] = e.now.Add(e.cfg.electionTimeoutMax)
+	delete(e.gone, node)
 	if m, ok := e.members[node]; ok {
 		e.remove(m, "withdrawn by Leave")
 	}
@@ -316,6 +318,7 @@ func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 			// the member's process, whose connection dropped just before
 			// it terminated: a real termination all the same
 			e.remove(m, "its process terminated: "+reasonText(reason))
+			e.watchGone(m)
 			e.markDead(pid)
 			return true
 		}
@@ -383,6 +386,7 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bo
 		e.checkLease(e.now)
 	} else {
 		e.remove(m, "its process terminated: "+reasonText(reason))
+		e.watchGone(m)
 		// A down travels ahead of the dead process's last messages (downs
 		// are high priority); those must not re-admit it.
 		e.markDead(pid)
@@ -415,6 +419,7 @@ func (e *election) sweepGhosts() {
 		}
 		if e.now.Sub(m.unreachableSince) >= e.cfg.ghostTTL {
 			e.remove(m, "unreachable for longer than GhostTTL "+e.cfg.ghostTTL.String())
+			e.watchGone(m) // its probes may have gone into a connection that outlived it
 			continue
 		}
 		if m.pid == (gen.PID{}) && e.now.Before(m.nextProbe) == false {
@@ -430,7 +435,8 @@ func (e *election) sweepGhosts() {
 	// each other with the connection back, as the lab found on the v320
 	// branch and on the stand-in with that bug on. The sweeps already
 	// wake the election while it has ghosts, so they look too.
-	if e.hasGhosts() {
+	e.sweepGone()
+	if e.hasGhosts() || len(e.gone) > 0 {
 		e.findSilentConnections()
 	}
 	e.armGhostTimer()
@@ -485,6 +491,9 @@ func (e *election) armGhostTimer() {
 			next = at
 		}
 	}
+	if at := e.nextGoneWake(); at.IsZero() == false && (next.IsZero() || at.Before(next)) {
+		next = at
+	}
 	if next.IsZero() {
 		e.cancelTimer(timerGhost)
 		return
@@ -494,9 +503,12 @@ func (e *election) armGhostTimer() {
 
 // sortedMembers returns the members ordered by node name, so that every loop
 // that sends or logs is deterministic (the simulator replays from a seed).
-func (e *election) sortedMembers() []*member {
-	list := make([]*member, 0, len(e.members))
-	for _, m := range e.members {
+func (e *election) sortedMembers() []*member { return sortedByNode(e.members) }
+
+// sortedByNode returns the members of a map ordered by node name.
+func sortedByNode(members map[gen.Atom]*member) []*member {
+	list := make([]*member, 0, len(members))
+	for _, m := range members {
 		list = append(list, m)
 	}
 	slices.SortFunc(list, func(a, b *member) int {

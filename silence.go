@@ -69,7 +69,7 @@ func (e *election) findSilentConnections() {
 	}
 	e.watchOverdue()
 	bound := e.silenceBound()
-	for _, m := range e.sortedMembers() {
+	for _, m := range append(e.sortedMembers(), e.sortedGone()...) {
 		if m.awaitingSince.IsZero() || e.now.Sub(m.lastReset) < bound {
 			continue
 		}
@@ -110,7 +110,11 @@ func (e *election) choresPending() bool {
 // a reset would only cut every election on the connection. The member's
 // silence is measured anew.
 func (e *election) connectionKept(node gen.Atom) {
-	if m, ok := e.members[node]; ok {
+	m, ok := e.members[node]
+	if ok == false {
+		m, ok = e.gone[node]
+	}
+	if ok {
 		m.lastReset = time.Time{}
 		m.awaitingSince = e.now
 	}
