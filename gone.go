@@ -53,7 +53,9 @@ func (e *election) watchGone(m *member) {
 	if e.gone == nil {
 		e.gone = make(map[gen.Atom]*member)
 	}
-	e.gone[m.node] = &member{node: m.node, name: name, lostAt: e.now, nextProbe: e.now.Add(e.ghostProbeSpacing())}
+	// the first Hello one election timeout later: a node that stopped has
+	// closed its connections by then, so one still up is suspect
+	e.gone[m.node] = &member{node: m.node, name: name, lostAt: e.now, nextProbe: e.now.Add(e.cfg.electionTimeoutMax)}
 	e.armGhostTimer()
 }
 
@@ -103,11 +105,36 @@ func (e *election) nextGoneWake() time.Time {
 		if probe := later(g.nextProbe, e.now); probe.Before(at) {
 			at = probe
 		}
+		if silence := e.goneSilenceWake(g); silence.IsZero() == false && silence.Before(at) {
+			at = silence
+		}
 		if next.IsZero() || at.Before(next) {
 			next = at
 		}
 	}
 	return next
+}
+
+// goneSilenceWake is when the silence of a watched node's connection must
+// be looked at next (findSilentConnections): the sample halfway through the
+// silence bound, then the end of the bound, so that a connection that
+// outlived its node is reset one bound after the first unanswered Hello
+// rather than at the pace of the Hellos. Zero while nothing is awaited.
+func (e *election) goneSilenceWake(g *member) time.Time {
+	if g.awaitingSince.IsZero() {
+		return time.Time{}
+	}
+	bound := e.silenceBound()
+	var at time.Time
+	switch {
+	case g.lastReset.IsZero() == false && e.now.Sub(g.lastReset) < bound:
+		at = g.lastReset.Add(bound)
+	case g.inboundSampledAt.Before(g.awaitingSince):
+		at = g.awaitingSince.Add(bound / 2)
+	default:
+		at = g.awaitingSince.Add(bound)
+	}
+	return later(at, e.now.Add(time.Millisecond))
 }
 
 // sortedGone returns the watched nodes ordered by name (deterministic

@@ -26,6 +26,12 @@ func goneHellos(out effects) []gen.Atom {
 // asked for about the nodes watched (gone.go). connected says whether the
 // actor finds them connected.
 func (h *stateHarness) runSweeps(until time.Time, connected bool) (hellos, samples, resets []gen.Atom) {
+	hellos, samples, resets, _ = h.runSweepsTimed(until, connected)
+	return hellos, samples, resets
+}
+
+// runSweepsTimed is runSweeps, which also reports when the first reset came.
+func (h *stateHarness) runSweepsTimed(until time.Time, connected bool) (hellos, samples, resets []gen.Atom, firstReset time.Time) {
 	h.t.Helper()
 	for h.e.timers[timerGhost].armed && h.now.Before(until) {
 		h.advance(10 * time.Millisecond)
@@ -43,11 +49,14 @@ func (h *stateHarness) runSweeps(until time.Time, connected bool) (hellos, sampl
 		}
 		for _, node := range out.reset {
 			if h.e.isGone(node) {
+				if firstReset.IsZero() {
+					firstReset = h.now
+				}
 				resets = append(resets, node)
 			}
 		}
 	}
-	return hellos, samples, resets
+	return hellos, samples, resets, firstReset
 }
 
 // A member whose process terminated leaves the view, and for GhostTTL its
@@ -65,7 +74,7 @@ func TestGoneMemberConnectionIsWatchedAndReset(t *testing.T) {
 	require.True(t, h.e.isGone(node("b")))
 
 	left := h.now
-	hellos, samples, resets := h.runSweeps(left.Add(h.e.cfg.ghostTTL), true)
+	hellos, samples, resets, resetAt := h.runSweepsTimed(left.Add(h.e.cfg.ghostTTL), true)
 	require.NotEmpty(t, hellos, "Hellos over the connection that outlived the process")
 	assert.Equal(t, []gen.Atom{node("b")}, hellos[:1])
 	assert.Contains(t, samples, node("b"), "the inbound count is sampled first")
@@ -73,6 +82,8 @@ func TestGoneMemberConnectionIsWatchedAndReset(t *testing.T) {
 	// those without dialing, resetConnection)
 	require.NotEmpty(t, resets, "an unanswered watch resets the connection")
 	assert.Equal(t, node("b"), resets[0])
+	assert.Less(t, resetAt.Sub(left), h.e.cfg.electionTimeoutMax+h.e.silenceBound()+50*time.Millisecond,
+		"one silence bound after the first Hello, not at the pace of the Hellos")
 
 	h.runSweeps(left.Add(h.e.cfg.ghostTTL+time.Second), true)
 	assert.False(t, h.e.timers[timerGhost].armed, "the watch ends after GhostTTL")
@@ -101,8 +112,8 @@ func TestGoneMemberThatAnswersIsBackInTheView(t *testing.T) {
 	h.recv("b", msgHello{ClusterID: "c"})
 	require.True(t, h.e.down(h.now, pid("b"), gen.TerminateReasonShutdown))
 	h.e.takeEffects()
-	hellos, _, _ := h.runSweeps(h.now.Add(h.e.cfg.ghostTTL/4), true)
-	require.Equal(t, []gen.Atom{node("b")}, hellos)
+	hellos, _, _ := h.runSweeps(h.now.Add(h.e.cfg.electionTimeoutMax), true)
+	require.Equal(t, []gen.Atom{node("b")}, hellos, "the first Hello one election timeout after the departure")
 
 	restarted := gen.PID{Node: node("b"), ID: 2000, Creation: 2}
 	h.e.receive(h.now, restarted, msgHelloReply{ClusterID: "c", Name: "leader"})
