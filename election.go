@@ -124,7 +124,7 @@ type effects struct {
 	// nodes of members whose monitor is still unconfirmed: the actor checks
 	// that the framework is still connected to them (watchOverdue)
 	checkConnected []gen.Atom
-	// Hellos to nodes whose member's process terminated, to send only
+	// Hellos to the nodes of members that left the view, to send only
 	// over an existing connection (gone.go)
 	probeGone []outbound
 	joined    []gen.PID
@@ -228,7 +228,7 @@ type election struct {
 
 	members   map[gen.Atom]*member
 	departed  map[gen.Atom]gen.PID // last process of nodes that left the view
-	gone      map[gen.Atom]*member // nodes whose member's process terminated, watched for GhostTTL (gone.go)
+	gone      map[gen.Atom]*member // nodes of members that left the view, watched for GhostTTL (gone.go)
 	withdrawn map[gen.Atom]time.Time
 	dead      map[gen.PID]time.Time // processes reported terminated, and when
 

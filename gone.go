@@ -22,8 +22,9 @@ import (
 // restarted node because it already holds a connection. The restarted
 // node's own silence checks reset its side again and again, in vain. The
 // perf harness's node-Stop handover loop on the v320 branch failed 5 to 7
-// of 20 runs that way: the restarted node never got into the view of the
-// nodes that had removed it.
+// of 20 runs, most of them that way: the restarted node never got into the
+// view of the nodes that had removed it (2 of 20 with this watch; see
+// docs/performance.md for what is left).
 //
 // So for GhostTTL after a member left the view that way, the election keeps
 // an eye on that node's connection: while the framework reports one, it
