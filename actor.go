@@ -780,7 +780,7 @@ type rewatch struct{ Node gen.Atom }
 func (a *Actor) watched(now time.Time, report any) {
 	switch r := report.(type) {
 	case peerDown:
-		if a.state.down(now, r.PID, r.Reason) == false {
+		if a.state.downAt(now, r.At, r.PID, r.Reason) == false {
 			a.state.drop("stale_down")
 		} else if r.Since.IsZero() == false {
 			a.state.backdateLoss(r.PID.Node, r.Since)

@@ -218,6 +218,33 @@ func TestFastFailoverIsStaggeredByRank(t *testing.T) {
 	assert.GreaterOrEqual(t, delays["e"], 3*step)
 }
 
+// The step counts from when the node's framework reported the down (the
+// watcher's receipt, peerDown.At), not from when the actor got to it: on a
+// busy survivor the actor may handle its down well after the watcher did,
+// and the other end's report (A2) is bounded against the watcher's time.
+func TestFastFailoverCountsTheStepFromTheReportedDown(t *testing.T) {
+	step := 150 * time.Millisecond / 30
+	armedAfter := func(reportedAgo time.Duration) time.Duration {
+		h := newStateHarness(t, Options{}, "b", "c")
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		require.True(t, h.e.downAt(h.now, h.now.Add(-reportedAgo), pid("b"), gen.ErrNoConnection))
+		out := h.e.takeEffects()
+		for _, r := range out.timers {
+			if r.kind == timerFast {
+				return r.after
+			}
+		}
+		t.Fatalf("no fast failover armed for a down reported %s ago", reportedAgo)
+		return 0
+	}
+	now := armedAfter(0)
+	assert.GreaterOrEqual(t, now, step, "a down reported now waits a whole step (A2)")
+	assert.LessOrEqual(t, now, step+step/2)
+	assert.Equal(t, now-2*time.Millisecond, armedAfter(2*time.Millisecond), "a down reported 2ms ago waits 2ms less (same seed)")
+	assert.Equal(t, time.Duration(0), armedAfter(20*time.Millisecond), "a down reported more than a step ago pre-votes at once")
+	assert.Equal(t, now, armedAfter(-time.Second), "a report time after now counts as now")
+}
+
 // In a wave of failovers (wave.go) only the survivors ranked after the
 // first wait longer: the first one's wait is the safety margin of A2 and
 // its pre-vote is the one the wave needs.

@@ -287,7 +287,7 @@ func (e *election) monitorFailed(now time.Time, pid gen.PID, err error) {
 	// refusal (a timeout, a refused request) says nothing about the
 	// member's end, and a leader's lease built on this node's acks may still
 	// run there: no promise is released and no fast failover starts.
-	e.lostContact(m, pid, gen.ErrNoConnection, gone)
+	e.lostContact(m, pid, gen.ErrNoConnection, gone, e.now)
 }
 
 // markDead remembers that pid terminated, for GhostTTL.
@@ -308,7 +308,17 @@ func (e *election) markDead(pid gen.PID) {
 // a fragment elect. Only the PID is forgotten, and GhostTTL bounds the wait.
 // Any other reason means the process really terminated, so it leaves at once.
 func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
+	return e.downAt(now, now, pid, reason)
+}
+
+// downAt is down for a down this node's framework reported at at (the
+// watcher's receipt, peerDown.At), which may be earlier than now; a zero
+// or future at is now.
+func (e *election) downAt(now, at time.Time, pid gen.PID, reason error) bool {
 	e.now = now
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
 	m, ok := e.members[pid.Node]
 	if ok == false {
 		return false
@@ -327,7 +337,7 @@ func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 	// A down this node caused by resetting a silent connection is not an
 	// observed failure of the leader: no fast failover (silence.go).
 	observed := e.resetting(m) == false || errors.Is(reason, gen.ErrNoConnection) == false
-	e.lostContact(m, pid, reason, observed)
+	e.lostContact(m, pid, reason, observed, at)
 	return true
 }
 
@@ -336,8 +346,9 @@ func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 // probed at once; any other reason removes it. Only an observed failure of
 // the leader (a down the framework delivered, or the end of the connection
 // to the leader's node that the framework reported to the watcher, which
-// the leader's end sees too) starts a fast failover.
-func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bool) {
+// the leader's end sees too) starts a fast failover, timed from reported,
+// when this node's framework reported the failure.
+func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bool, reported time.Time) {
 	wasLeader := pid == e.leader
 	if errors.Is(reason, gen.ErrNoConnection) {
 		m.pid = gen.PID{}
@@ -392,7 +403,7 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bo
 		e.markDead(pid)
 	}
 	if wasLeader && observed {
-		e.leaderLost(pid)
+		e.leaderLost(pid, reported)
 	} else if wasLeader {
 		e.leader = gen.PID{}
 	}
@@ -552,7 +563,7 @@ func (e *election) dialed(now time.Time, node gen.Atom, err error) {
 	}
 	if m.pid != (gen.PID{}) {
 		if err != nil {
-			e.lostContact(m, m.pid, gen.ErrNoConnection, false)
+			e.lostContact(m, m.pid, gen.ErrNoConnection, false, e.now)
 		}
 		return
 	}

@@ -72,7 +72,7 @@ func TestSharedWatcherHandsEachElectionItsDownItsOwnWay(t *testing.T) {
 
 	require.NoError(t, w.handle(fromCore(gen.MessageDownNode{Name: leader.Node}), true))
 	require.Len(t, p.sent, 3)
-	assert.ElementsMatch(t, []any{peerDown{PID: leader, Reason: gen.ErrNoConnection}, lateFlush{}}, p.sent[:2],
+	assert.ElementsMatch(t, []any{peerDown{PID: leader, Reason: gen.ErrNoConnection, At: t0}, lateFlush{}}, p.sent[:2],
 		"a1's leader at once; a2's two downs wait for one timer")
 	assert.Equal(t, nodeSettleCheck{Node: leader.Node}, p.sent[2])
 	assert.Equal(t, []any{a1, p.self}, p.sentTo, "(the timer is not a send)")
@@ -82,7 +82,7 @@ func TestSharedWatcherHandsEachElectionItsDownItsOwnWay(t *testing.T) {
 	p.sent, p.sentTo = nil, nil
 	w.clock = func() time.Time { return t0.Add(pause) }
 	require.NoError(t, w.handle(fromSelf(p, lateFlush{}), false))
-	assert.ElementsMatch(t, []any{peerDown{PID: leader, Reason: gen.ErrNoConnection, Since: t0}, peerDown{PID: member, Reason: gen.ErrNoConnection, Since: t0}}, p.sent)
+	assert.ElementsMatch(t, []any{peerDown{PID: leader, Reason: gen.ErrNoConnection, Since: t0, At: t0}, peerDown{PID: member, Reason: gen.ErrNoConnection, Since: t0, At: t0}}, p.sent)
 	assert.Equal(t, []any{a2, a2}, p.sentTo)
 	assert.Empty(t, w.late)
 }
@@ -141,6 +141,6 @@ func TestSharedWatcherPassesOnATerminationAfterTheConnectionsEnd(t *testing.T) {
 	w.handle(fromCore(gen.MessageDownNode{Name: target.Node}), true)
 	p.sent, p.sentTo = nil, nil
 	w.handle(&gen.MailboxMessage{From: target, Type: gen.MailboxMessageTypeRegular, Message: gen.MessageDownPID{PID: target, Reason: gen.TerminateReasonShutdown}}, true)
-	assert.Equal(t, []any{peerDown{PID: target, Reason: gen.TerminateReasonShutdown}}, p.sent)
+	assert.Equal(t, []any{peerDown{PID: target, Reason: gen.TerminateReasonShutdown, At: t0}}, p.sent)
 	assert.Equal(t, []any{a1}, p.sentTo)
 }

@@ -115,6 +115,13 @@ type peerDown struct {
 	// Since is when the watcher got a down it handed over late
 	// (downHints); zero when it came at once
 	Since time.Time
+	// At is when the watcher got the down from the framework: this
+	// node's report of the loss, which assumption A2 bounds against the
+	// other end's. A fast failover's safety step counts from it, not from
+	// when the actor got to the down: on a survivor of a node crash, the
+	// actor of the last of a thousand elections gets its down tens of
+	// milliseconds after the watcher did, and its step has run by then.
+	At time.Time
 }
 
 // forgedDown reports a down-shaped message the framework did not deliver.
@@ -245,12 +252,13 @@ func lazyDownPause(cfg config) time.Duration { return cfg.electionTimeoutMin / 2
 // once.
 func (w *watcher) forward(pid gen.PID, reason error) {
 	lost := errors.Is(reason, gen.ErrNoConnection)
+	at := w.clock()
 	for _, sub := range w.audience(pid) {
 		if lost && sub.losses != nil {
 			sub.losses.mark(pid.Node, w.clock())
 		}
 		if d := sub.hints.delay(pid, reason); d > 0 {
-			late := peerDown{PID: pid, Reason: reason, Since: w.clock()}
+			late := peerDown{PID: pid, Reason: reason, Since: w.clock(), At: at}
 			if w.shared {
 				w.postpone(sub.actor, late, d)
 				continue
@@ -259,7 +267,7 @@ func (w *watcher) forward(pid gen.PID, reason error) {
 				continue
 			}
 		}
-		w.process.Send(sub.actor, peerDown{PID: pid, Reason: reason})
+		w.process.Send(sub.actor, peerDown{PID: pid, Reason: reason, At: at})
 	}
 }
 

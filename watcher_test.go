@@ -121,7 +121,7 @@ func TestWatcherSettlesANodeOnlyIfAMonitorOutlivedItsConnection(t *testing.T) {
 		w.watch(gone, 0)
 		p.sent, p.after = nil, nil
 		w.handle(fromCore(gen.MessageDownPID{PID: gone, Reason: gen.ErrNoConnection}), true)
-		require.Equal(t, []any{peerDown{PID: gone, Reason: gen.ErrNoConnection}}, p.sent)
+		require.Equal(t, []any{peerDown{PID: gone, Reason: gen.ErrNoConnection, At: t0}}, p.sent)
 		if outlived {
 			// a monitor made over a new connection that the other node
 			// dropped with the old one: it stays, and no down comes
@@ -134,7 +134,7 @@ func TestWatcherSettlesANodeOnlyIfAMonitorOutlivedItsConnection(t *testing.T) {
 			assert.Empty(t, p.after)
 			continue
 		}
-		require.Equal(t, []any{peerDown{PID: gone, Reason: gen.ErrNoConnection}, peerDown{PID: gone, Reason: gen.ErrNoConnection}, nodeSettleCheck{Node: gone.Node}}, p.sent,
+		require.Equal(t, []any{peerDown{PID: gone, Reason: gen.ErrNoConnection, At: t0}, peerDown{PID: gone, Reason: gen.ErrNoConnection, At: t0}, nodeSettleCheck{Node: gone.Node}}, p.sent,
 			"the connection's end is the down of what it still monitors there; look again after the queued downs")
 		w.handle(fromSelf(p, nodeSettleCheck{Node: gone.Node}), false)
 		require.Len(t, p.sent, 4)
@@ -163,7 +163,7 @@ func TestWatcherReportsEveryProcessOfALostConnection(t *testing.T) {
 	p.sent = nil
 	w.handle(fromCore(gen.MessageDownNode{Name: b1.Node}), true)
 	require.Len(t, p.sent, 3)
-	assert.ElementsMatch(t, []any{peerDown{PID: b1, Reason: gen.ErrNoConnection}, peerDown{PID: b2, Reason: gen.ErrNoConnection}}, p.sent[:2], "both processes on the lost node")
+	assert.ElementsMatch(t, []any{peerDown{PID: b1, Reason: gen.ErrNoConnection, At: t0}, peerDown{PID: b2, Reason: gen.ErrNoConnection, At: t0}}, p.sent[:2], "both processes on the lost node")
 	assert.Equal(t, nodeSettleCheck{Node: b1.Node}, p.sent[2])
 	assert.True(t, w.losses.since(b1.Node, t0), "the loss is on the board for IsLeader")
 
@@ -171,7 +171,7 @@ func TestWatcherReportsEveryProcessOfALostConnection(t *testing.T) {
 	assert.Len(t, p.sent, 3, "b1's own down for the same loss is not reported twice")
 	w.handle(fromCore(gen.MessageDownPID{PID: b2, Reason: gen.TerminateReasonKill}), true)
 	require.Len(t, p.sent, 4)
-	assert.Equal(t, peerDown{PID: b2, Reason: gen.TerminateReasonKill}, p.sent[3], "a down that says more is reported")
+	assert.Equal(t, peerDown{PID: b2, Reason: gen.TerminateReasonKill, At: t0}, p.sent[3], "a down that says more is reported")
 	w.handle(fromSelf(p, nodeSettleCheck{Node: b1.Node}), false)
 	assert.Len(t, p.sent, 4, "every process's own down came: nothing to settle")
 	assert.Empty(t, p.after)
@@ -214,7 +214,8 @@ func TestWatcherDelaysOnlyTheLostConnectionsAFollowerCanWaitFor(t *testing.T) {
 			w.watch(c.down.PID, 0)
 			p.sent, p.after = nil, nil
 			w.handle(fromCore(c.down), true)
-			want := peerDown{PID: c.down.PID, Reason: c.down.Reason}
+			// At: when the watcher got it, which the fast failover's step counts from
+			want := peerDown{PID: c.down.PID, Reason: c.down.Reason, At: t0}
 			if c.late {
 				want.Since = t0 // GhostTTL counts from here
 			}
@@ -238,6 +239,6 @@ func TestWatcherDelaysOnlyTheLostConnectionsAFollowerCanWaitFor(t *testing.T) {
 	w.watch(third, 0)
 	p.sent, p.after = nil, nil
 	w.handle(fromCore(gen.MessageDownNode{Name: third.Node}), true)
-	assert.Equal(t, peerDown{PID: third, Reason: gen.ErrNoConnection, Since: t0}, p.sent[0])
+	assert.Equal(t, peerDown{PID: third, Reason: gen.ErrNoConnection, Since: t0, At: t0}, p.sent[0])
 	assert.Equal(t, []time.Duration{pause}, p.after, "a follower's member's node: late too")
 }
