@@ -72,6 +72,8 @@ type ActorBehavior interface {
 	//     pre-votes (pledged votes)
 	//   - ergo:pledged_elections: elections this node started with votes
 	//     pledged to it counted
+	//   - ergo:fast_prevotes_reasked: fast pre-votes asked again of a voter
+	//     that had not seen the leader's loss yet
 	//   - ergo:fast_failovers_deferred: fast failovers this node gave up for
 	//     a survivor ranked before it
 	//   - ergo:fast_failovers_in_wave: fast failovers that waited longer

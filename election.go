@@ -186,7 +186,12 @@ type election struct {
 	preVoting   bool
 	preVoteFast bool // the pre-vote in progress is a fast failover's (leadership.go)
 	preVotes    map[gen.Atom]bool
-	confirming  bool // won; HandleConfirmLeader pending
+	// the fast failover's pre-vote: when it went out, and the voters that
+	// refused it for the lost leader's sake, to ask again (fastReask)
+	fastAskedAt time.Time
+	fastReask   map[gen.Atom]bool
+	fastReasks  uint64 // pre-votes asked again, for Inspect
+	confirming  bool   // won; HandleConfirmLeader pending
 
 	// pledged votes (pledge.go)
 	pledge           pledgeState       // voter: its vote for a term it has not reached
@@ -566,7 +571,7 @@ func (e *election) handlePreVoteReply(m *member, reply msgPreVoteReply) {
 	}
 	if reply.Granted == false {
 		e.introduceTo(reply.Leader)
-		e.fastPreVoteRefused()
+		e.fastPreVoteRefused(m, reply)
 		return
 	}
 	e.preVotes[m.node] = true
@@ -728,10 +733,19 @@ func (e *election) campaignWith(fast bool) {
 		e.startElection("pre-vote won")
 		return
 	}
-	req := msgPreVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Pledge: e.pledges != nil}
+	e.fastAskedAt, e.fastReask = time.Time{}, nil
+	if fast {
+		e.fastAskedAt = e.now
+	}
+	req := e.preVoteRequest()
 	for _, m := range e.sortedMembers() {
 		e.send(m, req)
 	}
+}
+
+// preVoteRequest is the request of the pre-vote in progress.
+func (e *election) preVoteRequest() msgPreVote {
+	return msgPreVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Pledge: e.pledges != nil}
 }
 
 // startElection increments the term, votes for itself and asks everyone

@@ -224,13 +224,16 @@ func TestFastFailoverIsStaggeredByRank(t *testing.T) {
 // and the other end's report (A2) is bounded against the watcher's time.
 func TestFastFailoverCountsTheStepFromTheReportedDown(t *testing.T) {
 	step := 150 * time.Millisecond / 30
-	armedAfter := func(reportedAgo time.Duration) time.Duration {
+	lose := func(reportedAgo time.Duration) (*stateHarness, effects) {
 		h := newStateHarness(t, Options{}, "b", "c")
 		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
 		require.True(t, h.e.downAt(h.now, h.now.Add(-reportedAgo), pid("b"), gen.ErrNoConnection))
-		out := h.e.takeEffects()
+		return h, h.e.takeEffects()
+	}
+	armedAfter := func(reportedAgo time.Duration) time.Duration {
+		_, out := lose(reportedAgo)
 		for _, r := range out.timers {
-			if r.kind == timerFast {
+			if r.kind == timerFast && r.after >= 0 {
 				return r.after
 			}
 		}
@@ -241,8 +244,63 @@ func TestFastFailoverCountsTheStepFromTheReportedDown(t *testing.T) {
 	assert.GreaterOrEqual(t, now, step, "a down reported now waits a whole step (A2)")
 	assert.LessOrEqual(t, now, step+step/2)
 	assert.Equal(t, now-2*time.Millisecond, armedAfter(2*time.Millisecond), "a down reported 2ms ago waits 2ms less (same seed)")
-	assert.Equal(t, time.Duration(0), armedAfter(20*time.Millisecond), "a down reported more than a step ago pre-votes at once")
 	assert.Equal(t, now, armedAfter(-time.Second), "a report time after now counts as now")
+
+	// A down reported more than a step ago pre-votes in the same step: no
+	// timer, no second activation of the actor.
+	h, out := lose(20 * time.Millisecond)
+	assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "the pre-vote goes out at once")
+	assert.True(t, h.e.preVoting && h.e.preVoteFast)
+	assert.False(t, h.e.timers[timerFast].armed)
+}
+
+// A voter that refuses the fast pre-vote for the lost leader's sake has
+// not seen the loss yet (one survivor's framework reports it later than
+// the other's): it is asked again a step later, within the time a
+// survivor ranked after this one waits in a wave, and only then.
+func TestFastPreVoteAsksARefusingVoterAgain(t *testing.T) {
+	step := 150 * time.Millisecond / 30
+	start := func() *stateHarness {
+		h := newStateHarness(t, Options{}, "b", "c")
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		require.True(t, h.e.downAt(h.now, h.now.Add(-time.Second), pid("b"), gen.ErrNoConnection))
+		out := h.e.takeEffects()
+		require.Len(t, sentTo[msgPreVote](out, "c"), 1)
+		return h
+	}
+	t.Run("refused for the lost leader: asked again until granted", func(t *testing.T) {
+		h := start()
+		h.advance(time.Millisecond)
+		h.recv("c", msgPreVoteReply{ClusterID: "c", Term: 1, Leader: pid("b")})
+		require.True(t, h.e.timers[timerFast].armed, "a second question is scheduled")
+		assert.False(t, h.e.failingOverFast(), "the survivors ranked after this one may go meanwhile")
+		h.advance(step)
+		out := h.fire(timerFast)
+		require.Len(t, sentTo[msgPreVote](out, "c"), 1, "asked again")
+		assert.Equal(t, uint64(1), h.e.fastReasks)
+		assert.True(t, h.e.preVoting)
+		h.recv("c", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true})
+		assert.Equal(t, roleCandidate, h.e.role, "the second answer wins the round")
+	})
+	t.Run("not after a survivor ranked later would have gone", func(t *testing.T) {
+		h := start()
+		h.advance(waveExtra(h.e.cfg, 1))
+		h.recv("c", msgPreVoteReply{ClusterID: "c", Term: 1, Leader: pid("b")})
+		assert.False(t, h.e.timers[timerFast].armed)
+	})
+	t.Run("refused for another leader: not asked again", func(t *testing.T) {
+		h := start()
+		h.recv("c", msgPreVoteReply{ClusterID: "c", Term: 1, Leader: pid("d")})
+		assert.False(t, h.e.timers[timerFast].armed)
+	})
+	t.Run("a leader's heartbeat ends it", func(t *testing.T) {
+		h := start()
+		h.recv("c", msgPreVoteReply{ClusterID: "c", Term: 1, Leader: pid("b")})
+		require.True(t, h.e.timers[timerFast].armed)
+		h.recv("c", msgHeartbeat{ClusterID: "c", Term: 2, Leader: pid("c")})
+		assert.False(t, h.e.timers[timerFast].armed)
+		assert.Empty(t, h.e.fastReask)
+	})
 }
 
 // In a wave of failovers (wave.go) only the survivors ranked after the

@@ -292,7 +292,28 @@ func (e *election) leaderLost(pid gen.PID, reported time.Time) {
 	if reported.Before(e.now) {
 		delay = max(delay-e.now.Sub(reported), 0)
 	}
+	if delay == 0 {
+		// The step ran out while the down waited for the actor (a wave's
+		// later elections): pre-vote in this step. A timer of no delay
+		// would cost a framework timer and another activation of the
+		// actor, each election of the wave, in the milliseconds the
+		// wave's rounds wait for the same cores.
+		e.cancelTimer(timerFast)
+		e.fastPreVote()
+		return
+	}
 	e.armTimer(timerFast, delay)
+}
+
+// fastPreVote starts the fast failover's pre-vote (leaderLost), unless the
+// follower has a leader again, is in a round already, or is in its quiet
+// period.
+func (e *election) fastPreVote() {
+	if e.role == roleFollower && e.leader == (gen.PID{}) && e.preVoting == false && e.now.Before(e.notBefore) == false {
+		e.fastRounds++
+		e.campaignWith(true)
+		e.preVoteFast = e.preVoting
+	}
 }
 
 // fastFailoverDelay staggers the survivors' pre-votes by their rank among the
@@ -323,7 +344,7 @@ func (e *election) leaderLost(pid gen.PID, reported time.Time) {
 // survivor ranked after the first waits waveExtra more, so that the first
 // one's pre-vote reaches it before its own pre-vote goes out.
 func (e *election) fastFailoverDelay(inWave bool) time.Duration {
-	step := max(e.cfg.electionTimeoutMin/30, time.Millisecond)
+	step := failoverStep(e.cfg)
 	rank := 0
 	for _, m := range e.members {
 		if m.pid != (gen.PID{}) && m.node < e.self.Node {
@@ -338,13 +359,19 @@ func (e *election) fastFailoverDelay(inWave bool) time.Duration {
 	return delay
 }
 
+// failoverStep is the fast failover's step: ElectionTimeoutMin/30, at
+// least a millisecond (fastFailoverDelay).
+func failoverStep(cfg config) time.Duration { return max(cfg.electionTimeoutMin/30, time.Millisecond) }
+
 // failingOverFast reports whether this follower saw its leader's down and
 // is about to pre-vote early, or is doing so (leaderLost).
 func (e *election) failingOverFast() bool {
 	if e.role != roleFollower || e.leader != (gen.PID{}) {
 		return false
 	}
-	return e.timers[timerFast].armed || (e.preVoting && e.preVoteFast)
+	// a timer armed to ask a refusing voter again (fastReask) is not a
+	// fast failover any more: the survivors ranked after this one may go
+	return (e.timers[timerFast].armed && len(e.fastReask) == 0) || (e.preVoting && e.preVoteFast)
 }
 
 // deferToRanked gives up this node's fast failover for a survivor ranked
@@ -372,8 +399,58 @@ func (e *election) deferToRanked(m *member) {
 // pre-votes of the survivors ranked after it (deferToRanked): one of them,
 // a step later, may find every voter ready, where waiting for this round
 // would take an election timeout.
-func (e *election) fastPreVoteRefused() {
+//
+// A voter that refused for the lost leader's sake (it names that leader)
+// is asked again a step later, and again, for as long as a survivor ranked
+// after this one waits in a wave before its own pre-vote (waveExtra): in a
+// node crash under many elections one survivor's framework reports the
+// lost connection 10 to 20 ms after the other's, and without a second
+// question the elections whose first pre-vote came too early waited for
+// the next survivor's, 50 ms and more later. Asking again changes nothing
+// a pre-vote does not: the round, its pledges (counted from the first
+// question, pledgeOpen) and the first lease round's date stay those of the
+// first request.
+func (e *election) fastPreVoteRefused(m *member, reply msgPreVoteReply) {
+	wasFast := e.preVoteFast
 	e.preVoteFast = false
+	if wasFast == false || e.fastAskedAt.IsZero() || reply.Leader == (gen.PID{}) || reply.Leader != e.lostLeader {
+		return
+	}
+	if e.now.Sub(e.fastAskedAt) >= waveExtra(e.cfg, 1) {
+		return
+	}
+	if e.fastReask == nil {
+		e.fastReask = make(map[gen.Atom]bool)
+	}
+	e.fastReask[m.node] = true
+	if e.timers[timerFast].armed == false {
+		e.armTimer(timerFast, failoverStep(e.cfg))
+	}
+}
+
+// fastReaskDue asks the voters in fastReask again, while the pre-vote
+// they refused is still open and within its time (fastPreVoteRefused);
+// false when there is nothing to ask.
+func (e *election) fastReaskDue() bool {
+	if len(e.fastReask) == 0 {
+		return false
+	}
+	reask := e.fastReask
+	e.fastReask = nil
+	if e.preVoting == false || e.role != roleFollower {
+		return false // the round is over; the timer is a fast failover's, if anything
+	}
+	if e.now.Sub(e.fastAskedAt) >= waveExtra(e.cfg, 1) {
+		return true
+	}
+	req := e.preVoteRequest()
+	for _, m := range e.sortedMembers() {
+		if reask[m.node] && e.preVotes[m.node] == false && m.pid != (gen.PID{}) {
+			e.fastReasks++
+			e.send(m, req)
+		}
+	}
+	return true
 }
 
 // handover steps down on purpose and, when a reachable, up-to-date follower

@@ -144,3 +144,46 @@ func TestSharedWatcherPassesOnATerminationAfterTheConnectionsEnd(t *testing.T) {
 	assert.Equal(t, []any{peerDown{PID: target, Reason: gen.TerminateReasonShutdown, At: t0}}, p.sent)
 	assert.Equal(t, []any{a1}, p.sentTo)
 }
+
+// The first down of a lost connection stands for all of them: the
+// framework has no connection to the node any more, so every monitor there
+// ended, and the elections whose leader was there get their downs first,
+// in one pass, whatever the framework's order of the rest. Their own downs
+// change nothing after that. With the connection up again (a new one), a
+// down is one process's.
+func TestSharedWatcherTakesTheFirstDownOfALostConnectionForAll(t *testing.T) {
+	const pause = 75 * time.Millisecond
+	setup := func(connected bool) (*watcher, *scriptedProcess, []gen.PID, []gen.PID) {
+		w, p, a1, a2 := newSharedWatcher()
+		a3 := gen.PID{Node: node("a"), ID: 103, Creation: 1}
+		b1, b2, b3 := pid("b"), pid("b"), pid("b")
+		b2.ID, b3.ID = b1.ID+1, b1.ID+2
+		for _, e := range []struct {
+			actor, watched, leader gen.PID
+		}{{a1, b1, b1}, {a2, b2, pid("c")}, {a3, b3, b3}} {
+			hints := &downHints{pause: pause}
+			hints.set(true, e.leader)
+			w.handle(request(e.actor, watchRequest{PID: e.watched, Hints: hints, Losses: &lossBoard{}}), false)
+		}
+		p.sent, p.sentTo = nil, nil
+		if connected == false {
+			p.unconnected = map[gen.Atom]bool{b1.Node: true}
+		}
+		return w, p, []gen.PID{a1, a2, a3}, []gen.PID{b1, b2, b3}
+	}
+
+	w, p, actors, watched := setup(false)
+	require.NoError(t, w.handle(fromCore(gen.MessageDownPID{PID: watched[1], Reason: gen.ErrNoConnection}), true))
+	require.Len(t, p.sent, 3, "two downs at once, one timer for the late one")
+	assert.ElementsMatch(t, []any{actors[0], actors[2]}, p.sentTo[:2], "the elections whose leader was there, first")
+	assert.Equal(t, lateFlush{}, p.sent[2], "the follower of a leader elsewhere: late")
+	for _, b := range []gen.PID{watched[0], watched[2]} {
+		require.NoError(t, w.handle(fromCore(gen.MessageDownPID{PID: b, Reason: gen.ErrNoConnection}), true))
+	}
+	assert.Len(t, p.sent, 3, "the other downs of the same end change nothing")
+
+	w, p, actors, watched = setup(true)
+	require.NoError(t, w.handle(fromCore(gen.MessageDownPID{PID: watched[0], Reason: gen.ErrNoConnection}), true))
+	assert.Equal(t, []any{peerDown{PID: watched[0], Reason: gen.ErrNoConnection, At: t0}}, p.sent, "connected again: this process's down alone")
+	assert.Equal(t, []any{actors[0]}, p.sentTo)
+}

@@ -62,10 +62,8 @@ func (e *election) timer(now time.Time, kind timerKind, generation uint64) {
 	case timerHeartbeat:
 		e.heartbeatTick()
 	case timerFast:
-		if e.role == roleFollower && e.leader == (gen.PID{}) && e.preVoting == false && e.now.Before(e.notBefore) == false {
-			e.fastRounds++
-			e.campaignWith(true)
-			e.preVoteFast = e.preVoting
+		if e.fastReaskDue() == false {
+			e.fastPreVote()
 		}
 	case timerGhost:
 		e.sweepGhosts()
@@ -135,6 +133,9 @@ func (e *election) armTimer(kind timerKind, after time.Duration) {
 }
 
 func (e *election) cancelTimer(kind timerKind) {
+	if kind == timerFast {
+		e.fastReask = nil // nobody to ask again either (fastPreVoteRefused)
+	}
 	t := &e.timers[kind]
 	if t.armed == false {
 		return

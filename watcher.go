@@ -434,11 +434,45 @@ func (w *watcher) handle(m *gen.MailboxMessage, system bool) error {
 				return nil
 			}
 		}
+		if w.connectionEnded(message) {
+			// the first of the lost connection's downs: all of them now
+			w.connectionLost(message.PID.Node)
+			return nil
+		}
 		delete(w.watching, message.PID)
 		w.forward(message.PID, message.Reason)
 		w.unsubscribeAll(message.PID)
 	}
 	return nil
+}
+
+// connectionEnded reports whether down, delivered by the framework, says
+// that the connection to its process's node ended: ErrNoConnection, with
+// more processes watched there, and the framework has no connection to
+// the node now. Then every monitor there ended with it, and their downs
+// are on their way in the framework's order, the node monitor's at some
+// random place among them (after a thousand others, as likely as not).
+// Handling them all at the first (connectionLost) hands the elections
+// whose leader was there their downs first, in one pass, instead of
+// spread over the whole batch; the downs that follow find their processes
+// reported and change nothing. A connection that is up again (a new one)
+// makes this down one process's, as before.
+func (w *watcher) connectionEnded(down gen.MessageDownPID) bool {
+	if errors.Is(down.Reason, gen.ErrNoConnection) == false {
+		return false
+	}
+	others := false
+	for pid := range w.watching {
+		if pid.Node == down.PID.Node && pid != down.PID {
+			others = true
+			break
+		}
+	}
+	if others == false {
+		return false
+	}
+	_, err := w.process.Node().Network().Node(down.PID.Node)
+	return err != nil
 }
 
 // watch monitors pid, unless this watcher already does; attempt counts the
@@ -528,7 +562,12 @@ func (w *watcher) watchesOn(node gen.Atom) bool {
 // when the node settles may hold a monitor the other side dropped, and the
 // watcher is replaced as for any monitor that outlived its connection
 // (nodeSettle).
+//
+// The downs that may not wait (downHints: a leader's, a candidate's) go
+// out first, the ones postponed for followers of a living leader after
+// them.
 func (w *watcher) connectionLost(node gen.Atom) {
+	var later []gen.PID
 	for pid := range w.watching {
 		if pid.Node != node {
 			continue
@@ -538,10 +577,28 @@ func (w *watcher) connectionLost(node gen.Atom) {
 			w.reported = make(map[gen.PID]struct{})
 		}
 		w.reported[pid] = struct{}{}
+		if w.mayWait(pid) {
+			later = append(later, pid)
+			continue
+		}
 		// the actors stay subscribed: the process's own down may still
 		// say it terminated, which removes the member at once
 		w.forward(pid, gen.ErrNoConnection)
 	}
+	for _, pid := range later {
+		w.forward(pid, gen.ErrNoConnection)
+	}
+}
+
+// mayWait reports whether every actor that watches pid may get its lost
+// connection late (downHints).
+func (w *watcher) mayWait(pid gen.PID) bool {
+	for _, sub := range w.audience(pid) {
+		if sub.hints.delay(pid, gen.ErrNoConnection) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // deliveredByFramework reports whether a down came the way the framework
