@@ -411,9 +411,10 @@ func (e *election) deferToRanked(m *member) {
 // question, pledgeOpen) and the first lease round's date stay those of the
 // first request.
 func (e *election) fastPreVoteRefused(m *member, reply msgPreVoteReply) {
-	wasFast := e.preVoteFast
 	e.preVoteFast = false
-	if wasFast == false || e.fastAskedAt.IsZero() || reply.Leader == (gen.PID{}) || reply.Leader != e.lostLeader {
+	// fastAskedAt is set for a fast failover's round only, and stays set
+	// through its second questions
+	if e.fastAskedAt.IsZero() || reply.Leader == (gen.PID{}) || reply.Leader != e.lostLeader {
 		return
 	}
 	if e.now.Sub(e.fastAskedAt) >= waveExtra(e.cfg, 1) {
