@@ -305,7 +305,7 @@ type simGenNetwork struct {
 func (simGenNetwork) Mode() gen.NetworkMode { return gen.NetworkModeDisabled }
 
 func (n simGenNetwork) Node(name gen.Atom) (gen.RemoteNode, error) {
-	if n.sim.conns[pairKey(n.self, name)] == 0 {
+	if n.sim.conns[pairKey(n.self, name)] == 0 && n.sim.now.Before(n.sim.unnoticed[[2]gen.Atom{n.self, name}]) == false {
 		return nil, gen.ErrNoConnection
 	}
 	return simRemoteNode{self: n.self, peer: name, sim: n.sim}, nil

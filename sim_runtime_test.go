@@ -89,8 +89,14 @@ type simulator struct {
 	// connections
 	deadNext   map[[2]gen.Atom]bool
 	deadEpochs map[uint64]bool
-	epochs     uint64
-	lastSend   map[[2]gen.Atom]time.Time // FIFO delivery per directed link
+	// noticeLag is how much later than the network's delay a node's
+	// framework reports a lost connection (a node whose reader waits its
+	// turn on busy cores); until it does, unnoticed[{node, peer}], the
+	// node still reports the connection up
+	noticeLag map[gen.Atom]time.Duration
+	unnoticed map[[2]gen.Atom]time.Time
+	epochs    uint64
+	lastSend  map[[2]gen.Atom]time.Time // FIFO delivery per directed link
 	// messages that arrived over each directed link, per connection epoch:
 	// RemoteNodeInfo.MessagesIn of the receiving end
 	arrived map[simArrivalKey]uint64
@@ -134,6 +140,8 @@ func newSimulator(seed uint64, network simNetwork) *simulator {
 		conns:      make(map[[2]gen.Atom]uint64),
 		lastSend:   make(map[[2]gen.Atom]time.Time),
 		deadNext:   make(map[[2]gen.Atom]bool),
+		noticeLag:  make(map[gen.Atom]time.Duration),
+		unnoticed:  make(map[[2]gen.Atom]time.Time),
 		deadEpochs: make(map[uint64]bool),
 		arrived:    make(map[simArrivalKey]uint64),
 		nodes:      make(map[gen.Atom]*simNode),
@@ -258,6 +266,8 @@ func (s *simulator) connect(a, b gen.Atom) uint64 {
 	if s.canConnect(a, b) == false {
 		return 0
 	}
+	delete(s.unnoticed, [2]gen.Atom{a, b})
+	delete(s.unnoticed, [2]gen.Atom{b, a})
 	s.epochs++
 	s.conns[key] = s.epochs
 	if s.deadNext[key] {
@@ -281,12 +291,17 @@ func (s *simulator) disconnect(a, b gen.Atom) {
 	delete(s.lastSend, [2]gen.Atom{a, b})
 	delete(s.lastSend, [2]gen.Atom{b, a})
 	s.note("connection %s <-> %s dropped", a, b)
+	for _, end := range [][2]gen.Atom{{a, b}, {b, a}} {
+		if lag := s.noticeLag[end[0]]; lag > 0 {
+			s.unnoticed[end] = s.now.Add(lag)
+		}
+	}
 	for _, watcher := range sortedPIDs(s.nodeMons) {
 		for _, pair := range [][2]gen.Atom{{a, b}, {b, a}} {
 			if watcher.Node == pair[0] && s.nodeMons[watcher][pair[1]] {
 				delete(s.nodeMons[watcher], pair[1])
 				peer := pair[1]
-				s.after(s.delay(), "", func() {
+				s.after(s.delay()+s.noticeLag[watcher.Node], "", func() {
 					if p := s.process(watcher); p != nil {
 						p.push(p.mailbox.System, gen.MailboxMessageTypeRegular, simCorePID(s.nodes[watcher.Node]), gen.MessageDownNode{Name: peer})
 					}
@@ -299,7 +314,7 @@ func (s *simulator) disconnect(a, b gen.Atom) {
 		for _, watcher := range sortedPIDs(watchers) {
 			if (target.Node == a && watcher.Node == b) || (target.Node == b && watcher.Node == a) {
 				delete(watchers, watcher)
-				s.deliverDown(watcher, target, gen.ErrNoConnection, s.delay())
+				s.deliverDown(watcher, target, gen.ErrNoConnection, s.delay()+s.noticeLag[watcher.Node])
 			}
 		}
 	}
