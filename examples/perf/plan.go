@@ -45,7 +45,10 @@ type plan struct {
 	// section coalesce
 	coalesceKills  int           // crashes per mode under manyClusters elections
 	hugeClusters   int           // the coalesced-only run
-	coalesceSettle time.Duration // after all led, before measuring
+	coalesceSettle time.Duration // after all led, before a crash
+	// after all led, before the idle window: the cold start's last work
+	// (members' monitors, the first shared state) takes a few seconds more
+	idleSettle     time.Duration
 	ledWithin      time.Duration // how long a cold start of many elections may take
 	failoverWithin time.Duration // how long after a crash every election must be led again
 
@@ -104,6 +107,7 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 	p.stableFor = 60 * time.Second
 	p.coalesceKills, p.hugeClusters = 4, 10000
 	p.coalesceSettle, p.ledWithin, p.failoverWithin = 3*time.Second, 3*time.Minute, 30*time.Second
+	p.idleSettle = 10 * time.Second
 	if p.quick {
 		p.crashRuns, p.handoverRuns, p.coldRuns = 2, 2, 2
 		p.coldSizes = []int{3, 5}
@@ -116,6 +120,7 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 		p.longFor = min(p.longFor, 2*time.Second)
 		p.coalesceKills, p.hugeClusters = 1, 60
 		p.coalesceSettle, p.failoverWithin = 300*time.Millisecond, 10*time.Second
+		p.idleSettle = 300 * time.Millisecond
 	}
 	if *runs > 0 {
 		p.crashRuns, p.handoverRuns, p.coldRuns = *runs, *runs, *runs
