@@ -308,6 +308,72 @@ func TestFastPreVoteAsksARefusingVoterAgain(t *testing.T) {
 	})
 }
 
+// A follower that refused a survivor's pre-vote because it still heard the
+// leader answers that question the moment it loses the leader, as a second
+// question would be answered then, and starts no fast failover of its own,
+// whatever the ranks (the asker knew first).
+func TestFollowerAnswersTheQuestionItHeldWhenItLosesTheLeader(t *testing.T) {
+	question := msgPreVote{ClusterID: "c", Term: 1, Name: "leader", ViewSize: 3, Pledge: true}
+	start := func() *stateHarness {
+		h := newStateHarness(t, Options{}, "b", "c")
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		out := h.recv("c", question)
+		replies := sentTo[msgPreVoteReply](out, "c")
+		require.Len(t, replies, 1)
+		require.False(t, replies[0].Granted, "refused while the leader is heard")
+		require.Equal(t, pid("b"), replies[0].Leader)
+		return h
+	}
+	t.Run("granted when the leader is lost", func(t *testing.T) {
+		h := start()
+		h.advance(3 * time.Millisecond)
+		require.True(t, h.e.downAt(h.now, h.now.Add(-time.Second), pid("b"), gen.ErrNoConnection))
+		out := h.e.takeEffects()
+		replies := sentTo[msgPreVoteReply](out, "c")
+		require.Len(t, replies, 1, "the held question is answered in the same step")
+		assert.True(t, replies[0].Granted)
+		assert.Zero(t, replies[0].Pledged, "as a second question would get it: c is ranked after this node, so a grant without a pledge (rankedFirst)")
+		assert.Empty(t, sentTo[msgPreVote](out, "c"), "no pre-vote of its own: c, ranked after it, goes first")
+		assert.False(t, h.e.timers[timerFast].armed)
+		assert.False(t, h.e.preVoting)
+		assert.Equal(t, uint64(1), h.e.heldAnswered)
+	})
+	t.Run("only the first-ranked of several askers", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "c", "d")
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		h.recv("d", question)
+		h.recv("c", question)
+		require.True(t, h.e.downAt(h.now, h.now.Add(-time.Second), pid("b"), gen.ErrNoConnection))
+		out := h.e.takeEffects()
+		require.Len(t, sentTo[msgPreVoteReply](out, "c"), 1)
+		assert.Empty(t, sentTo[msgPreVoteReply](out, "d"), "d would defer to c: it asks again if it must")
+	})
+	t.Run("not once the asker's time to ask again is over", func(t *testing.T) {
+		h := start()
+		h.advance(waveExtra(h.e.cfg, 1))
+		require.True(t, h.e.downAt(h.now, h.now.Add(-time.Second), pid("b"), gen.ErrNoConnection))
+		out := h.e.takeEffects()
+		assert.Empty(t, sentTo[msgPreVoteReply](out, "c"))
+		assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "its own fast failover instead")
+	})
+	t.Run("not to another process of the asker", func(t *testing.T) {
+		h := start()
+		restarted := pid("c")
+		restarted.Creation++
+		h.e.receive(h.now, restarted, msgHello{ClusterID: "c", Term: 1, Name: "leader"})
+		h.e.takeEffects()
+		require.True(t, h.e.downAt(h.now, h.now.Add(-time.Second), pid("b"), gen.ErrNoConnection))
+		out := h.e.takeEffects()
+		assert.Empty(t, sentTo[msgPreVoteReply](out, "c"))
+	})
+	t.Run("not while the leader is still heard", func(t *testing.T) {
+		h := start()
+		h.advance(waveExtra(h.e.cfg, 1) / 2)
+		out := h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		assert.Empty(t, sentTo[msgPreVoteReply](out, "c"))
+	})
+}
+
 // In a wave of failovers (wave.go) only the survivors ranked after the
 // first wait longer: the first one's wait is the safety margin of A2 and
 // its pre-vote is the one the wave needs.
