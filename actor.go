@@ -74,8 +74,6 @@ type ActorBehavior interface {
 	//     pledged to it counted
 	//   - ergo:fast_prevotes_reasked: fast pre-votes asked again of a voter
 	//     that had not seen the leader's loss yet
-	//   - ergo:held_prevotes_answered: pre-votes this node had refused for
-	//     its leader's sake and granted when it lost that leader
 	//   - ergo:fast_failovers_deferred: fast failovers this node gave up for
 	//     a survivor ranked before it
 	//   - ergo:fast_failovers_in_wave: fast failovers that waited longer

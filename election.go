@@ -191,11 +191,7 @@ type election struct {
 	fastAskedAt time.Time
 	fastReask   map[gen.Atom]bool
 	fastReasks  uint64 // pre-votes asked again, for Inspect
-	// voter: the pre-votes it refused for the leader it still heard, by
-	// asker, to answer when it loses that leader (heldQuestion)
-	held         map[gen.Atom]heldQuestion
-	heldAnswered uint64 // held pre-votes granted, for Inspect
-	confirming   bool   // won; HandleConfirmLeader pending
+	confirming  bool   // won; HandleConfirmLeader pending
 
 	// pledged votes (pledge.go)
 	pledge           pledgeState       // voter: its vote for a term it has not reached
@@ -546,7 +542,6 @@ func (e *election) handlePreVote(m *member, req msgPreVote) {
 		// may have promised in its previous life (lease.go)
 		e.drop(why)
 		reply.Leader = supported
-		e.holdQuestion(m, req, supported)
 	case req.ViewSize < e.cfg.minClusterSize:
 		// the candidate could not be eligible under the floor
 	case e.failingOverFast() && m.node > e.self.Node:

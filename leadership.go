@@ -2,8 +2,6 @@ package leader
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -287,12 +285,6 @@ func (e *election) leaderLost(pid gen.PID, reported time.Time) {
 	e.lostLeader = pid
 	e.releasePromise(pid)
 	if e.role != roleFollower || e.switches.noFastFailover {
-		e.held = nil
-		return
-	}
-	if e.answerHeld() {
-		// a survivor that asked before this one heard goes first
-		e.resetElectionDeadline()
 		return
 	}
 	others := e.shared.joinWave(e.now, waveWindow(e.cfg))
@@ -495,61 +487,4 @@ func (e *election) handover(now time.Time, why string) gen.Atom {
 	e.lastHandover = fmt.Sprintf("%s at %s", target.node, e.now.UTC().Format(time.RFC3339Nano))
 	e.send(target, msgTimeoutNow{ClusterID: e.cfg.clusterID, Term: e.term})
 	return target.node
-}
-
-// heldQuestion is a pre-vote a follower refused because it still heard its
-// leader (holdQuestion).
-type heldQuestion struct {
-	from gen.PID
-	req  msgPreVote
-	at   time.Time
-}
-
-// holdQuestion keeps a pre-vote that this follower refuses for the sake of
-// the leader it follows, to answer it once it loses that leader
-// (answerHeld). In a node crash under many elections the two survivors'
-// frameworks report the lost connection 10 to 20 ms apart; the survivor
-// that heard first asks the other, which refuses while it has not heard.
-// The asker asks again a step later (fastPreVoteRefused), but the step is
-// 5 ms at the defaults, and the late survivor would also wait a step of
-// its own before its own pre-vote: answering the question it already has
-// the moment it hears takes both waits off the wave.
-func (e *election) holdQuestion(m *member, req msgPreVote, supported gen.PID) {
-	if e.role != roleFollower || supported == (gen.PID{}) || supported != e.leader || req.Term < e.term {
-		return
-	}
-	if e.held == nil {
-		e.held = make(map[gen.Atom]heldQuestion)
-	}
-	e.held[m.node] = heldQuestion{from: m.pid, req: req, at: e.now}
-}
-
-// answerHeld answers a question this follower held (holdQuestion), now
-// that it has lost the leader it refused it for: as if it had just arrived,
-// so a grant is exactly the grant a second question would get now, the
-// same promise, given now (docs/safety.md rule 6). It answers the asker
-// ranked first among those whose question is younger than their time to
-// ask again (waveExtra: an older one's round is over) and that it may grant
-// now; the others ask again if they still may. It reports whether it
-// granted one: then that asker, which knew of the loss before this node,
-// goes first whatever its rank, and this node starts no fast failover of
-// its own (its pre-vote would meet the asker's, and the rank rule would
-// have each defer to the other).
-func (e *election) answerHeld() bool {
-	held := e.held
-	e.held = nil
-	for _, node := range slices.Sorted(maps.Keys(held)) {
-		q := held[node]
-		m, ok := e.members[node]
-		if ok == false || m.pid != q.from || e.now.Sub(q.at) >= waveExtra(e.cfg, 1) || q.req.Term < e.term || q.req.ViewSize < e.cfg.minClusterSize {
-			continue
-		}
-		if why, _ := e.grantRefusal(false, m.pid); why != "" || e.termBelowFloor(q.req.Term+1) {
-			continue
-		}
-		e.handlePreVote(m, q.req)
-		e.heldAnswered++
-		return true
-	}
-	return false
 }

@@ -16,12 +16,10 @@ import (
 // section 6b). With three nodes, every election the crashed node led needs
 // both survivors, so it cannot be led again before the late one hears; what
 // the fast path must not do is fall back to a full election timeout, or
-// split the votes, because one of them heard first. The late survivor
-// answers the question it refused the moment it hears (answerHeld), the
-// early survivor asks again, a step apart, while it is refused
-// (fastPreVoteRefused), and the late one's own fast pre-vote, when it has
-// no question to answer, is timed from its own framework's report
-// (peerDown.At), as its rank says. The simulator models the lag with
+// split the votes, because one of them heard first: the early survivor asks
+// the late one again, a step apart, while it refuses (fastPreVoteRefused),
+// and the late one's own fast pre-vote is timed from its own framework's
+// report (peerDown.At), as its rank says. The simulator models the lag with
 // noticeLag: until it passes, the late node gets no down and its
 // Network().Node still reports the connection up.
 
@@ -32,14 +30,11 @@ import (
 // next term (no split vote), and no other election's leader moves. While
 // the late survivor hears within the early one's time to ask again
 // (waveExtra(cfg, 1)), each is led within three failover steps of its
-// hearing; after that time the late survivor's own pre-vote, a step or two
-// later by its rank, is the way, and five steps are allowed. On average
-// they are led within a step and a half of the hearing: without the
-// answers to held questions it takes about two steps, and without the
-// second questions a little more than one and a half.
+// hearing; without the second questions it takes a fourth (seed 1 shows
+// it). After that time the late survivor's own pre-vote, a step or two
+// later by its rank, is the way, and five steps are allowed.
 func TestSimulationManyClustersOneSurvivorHearsTheCrashLate(t *testing.T) {
-	var worst, beyond, sumBeyond, step time.Duration
-	nBeyond := 0
+	var worst, beyond time.Duration
 	reasked := uint64(0)
 	for _, seed := range scenarioSeeds(t, 40) {
 		k := 6 + int(seed%4)
@@ -81,7 +76,6 @@ func TestSimulationManyClustersOneSurvivorHearsTheCrashLate(t *testing.T) {
 		// pre-vote completes the election within three steps of the
 		// wave; without the second questions it takes about four.
 		cfg := f.clusters[0].cfg()
-		step = failoverStep(cfg)
 		steps := time.Duration(3)
 		if lag+s.net.maxDelay >= waveExtra(cfg, 1) {
 			// the early survivor stopped asking before the late one heard:
@@ -100,8 +94,6 @@ func TestSimulationManyClustersOneSurvivorHearsTheCrashLate(t *testing.T) {
 			}
 			worst = max(worst, gaps[i])
 			beyond = max(beyond, gaps[i]-lag)
-			sumBeyond += gaps[i] - lag
-			nBeyond++
 			l := c.leaders()
 			if gaps[i] > bound || len(l) != 1 || c.converged() == false {
 				t.Fatalf("seed %d: election %q was without a leader followed by all for %s after %s crashed and %s heard of it %s late (bound %s)\n%s",
@@ -123,12 +115,5 @@ func TestSimulationManyClustersOneSurvivorHearsTheCrashLate(t *testing.T) {
 	if reasked == 0 {
 		t.Fatalf("no fast pre-vote was asked again in any seed: the scenario no longer reaches the rule it is for")
 	}
-	// The late survivor answers the question it refused as soon as it
-	// hears (answerHeld), instead of waiting for the next one or for its
-	// own step: about a step after its hearing on average, where the
-	// second questions alone take about two.
-	if mean := sumBeyond / time.Duration(nBeyond); mean > 3*step/2 {
-		t.Fatalf("the elections were led again %s after the late survivor heard, on average: more than a step and a half", mean)
-	}
-	t.Logf("longest time without a leader: %s (%s beyond the lag, mean %s); fast pre-votes asked again: %d", worst, beyond, sumBeyond/time.Duration(nBeyond), reasked)
+	t.Logf("longest time without a leader: %s (%s beyond the lag); fast pre-votes asked again: %d", worst, beyond, reasked)
 }
