@@ -168,8 +168,8 @@ const coalesceTitle = "6b. Coalesced liveness against per-election heartbeats"
 // until all are led and a settle period more, measures the idle cost if
 // idle, and crashes node victim%3 if victim >= 0. That node runs in a
 // process of its own (child.go), frozen at the crash and killed after it
-// (crashMany); the idle cost
-// is of this process only, so a run that crashes measures no idle cost.
+// (crashMany); the idle cost is of this process only, so a run that
+// crashes measures no idle cost.
 func measureManyCrash(p *plan, clusters int, coalesced, idle bool, victim int) (r manyRun) {
 	r = manyRun{clusters: clusters, nodes: coalesceNodes, coalesced: coalesced, hubLeading: -1}
 	if p.interrupted() {
