@@ -559,7 +559,7 @@ func (a *Actor) terminating(reason error) error {
 	if errors.Is(reason, gen.TerminateReasonNormal) == false && errors.Is(reason, gen.TerminateReasonShutdown) == false {
 		return reason
 	}
-	a.state.handover(a.clock(), "the actor is stopping ("+reason.Error()+")")
+	a.state.handover(a.clock(), "the actor is stopping ("+reason.Error()+")", a.connected)
 	if err := a.flush(); err != nil {
 		a.Log().Error("leader: while handing over before stopping: %s", err)
 	}
@@ -782,6 +782,11 @@ type rewatch struct{ Node gen.Atom }
 func (a *Actor) watched(now time.Time, report any) {
 	switch r := report.(type) {
 	case peerDown:
+		if r.Since.IsZero() {
+			a.takeLeaderLosses(now)
+		} else if a.hints.lossHandled(r.PID) {
+			a.hinted.spare = -1 // the hints changed under the actor: tell them again
+		}
 		if a.state.downAt(now, r.At, r.PID, r.Reason) == false {
 			a.state.drop("stale_down")
 		} else if r.Since.IsZero() == false {

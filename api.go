@@ -73,12 +73,21 @@ func (a *Actor) ClusterID() string {
 
 // Peers returns the PIDs of the peers whose PID is known, ordered by node.
 // A member that was declared but never answered, or whose connection
-// dropped, counts in the view but is not listed.
+// dropped, counts in the view but is not listed: a connection the
+// framework no longer has is not listed even before the actor has handled
+// its loss.
 func (a *Actor) Peers() []gen.PID {
 	if a.state == nil {
 		return nil
 	}
-	return a.state.peers()
+	list := a.state.peers()
+	kept := list[:0]
+	for _, pid := range list {
+		if a.connected(pid.Node) {
+			kept = append(kept, pid)
+		}
+	}
+	return kept
 }
 
 // PeerCount returns len(Peers()).
@@ -86,13 +95,14 @@ func (a *Actor) PeerCount() int {
 	return len(a.Peers())
 }
 
-// HasPeer reports whether pid is the known PID of a member of the view.
+// HasPeer reports whether pid is the known PID of a member of the view
+// that Peers lists.
 func (a *Actor) HasPeer(pid gen.PID) bool {
 	if a.state == nil {
 		return false
 	}
 	m, ok := a.state.members[pid.Node]
-	return ok && m.pid == pid
+	return ok && m.pid == pid && a.connected(pid.Node)
 }
 
 // Bootstrap returns Options.Bootstrap as configured.
@@ -164,7 +174,7 @@ func (a *Actor) StepDown() error {
 	if a.IsLeader() == false {
 		return ErrNotLeader
 	}
-	a.state.handover(a.clock(), "StepDown was called")
+	a.state.handover(a.clock(), "StepDown was called", a.connected)
 	return nil
 }
 

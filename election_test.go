@@ -413,7 +413,7 @@ func TestHandoverTellsAnUpToDateFollowerToCampaign(t *testing.T) {
 	h.becomeLeader("b")
 	h.advance(10 * time.Millisecond)
 	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term})
-	successor := h.e.handover(h.now, "test")
+	successor := h.e.handover(h.now, "test", nil)
 	out := h.e.takeEffects()
 	assert.Equal(t, node("c"), successor, "the most recently heard follower")
 	assert.Len(t, sentTo[msgTimeoutNow](out, "c"), 1)

@@ -81,7 +81,7 @@ func FuzzElectionMessages(f *testing.F) {
 				e.now = now
 				e.leave(from.Node)
 			case 13:
-				e.handover(now, "fuzz")
+				e.handover(now, "fuzz", nil)
 			}
 			if e.confirming {
 				e.confirmResult(now, arg%4 != 0, nil)

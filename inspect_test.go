@@ -93,7 +93,7 @@ func TestClusterMismatchIsReportedOncePerMinute(t *testing.T) {
 func TestHandoverIsNoWarning(t *testing.T) {
 	h := leaderOfThree(t)
 	h.log.warnings = nil
-	h.e.handover(h.now, "the node is stopping")
+	h.e.handover(h.now, "the node is stopping", nil)
 	assert.Equal(t, roleFollower, h.e.role)
 	assert.Empty(t, h.log.warnings)
 }

@@ -458,7 +458,10 @@ func (e *election) fastReaskDue() bool {
 // exists, tells it to campaign at once. The leader stands down before the
 // follower's election starts, and that election is for a higher term, so two
 // nodes never lead the same term. It returns the chosen successor's node.
-func (e *election) handover(now time.Time, why string) gen.Atom {
+// connected, when not nil, is whether the framework has a connection to a
+// node now: a member whose loss the leader has not handled yet
+// (leader_spare.go) is not chosen.
+func (e *election) handover(now time.Time, why string, connected func(gen.Atom) bool) gen.Atom {
 	e.now = now
 	if e.role != roleLeader {
 		return ""
@@ -466,6 +469,9 @@ func (e *election) handover(now time.Time, why string) gen.Atom {
 	var target *member
 	for _, m := range e.sortedMembers() {
 		if m.pid == (gen.PID{}) || m.ackTerm != e.term || e.now.Sub(m.lastHeard) >= e.cfg.electionTimeoutMin {
+			continue
+		}
+		if connected != nil && connected(m.node) == false {
 			continue
 		}
 		if target == nil || m.lastHeard.After(target.lastHeard) {

@@ -328,11 +328,11 @@ func TestHandoverPicksOnlyAnUpToDateMember(t *testing.T) {
 	// c answered only the previous term; b acknowledged this one
 	h.e.members[node("b")].ackTerm = h.e.term - 1
 	h.e.members[node("c")].ackTerm = h.e.term - 1
-	assert.Equal(t, gen.Atom(""), h.e.handover(h.now, "test"), "nobody is up to date")
+	assert.Equal(t, gen.Atom(""), h.e.handover(h.now, "test", nil), "nobody is up to date")
 	h = leaderOfThree(t)
 	h.e.members[node("b")].ackTerm = h.e.term - 1
 	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: h.e.round})
-	assert.Equal(t, node("c"), h.e.handover(h.now, "test"))
+	assert.Equal(t, node("c"), h.e.handover(h.now, "test", nil))
 }
 
 // A TimeoutNow of another term is ignored.

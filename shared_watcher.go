@@ -198,6 +198,9 @@ type lateDown struct {
 	to   gen.PID
 	down peerDown
 	due  time.Time
+	// the hints of a leader that spared the member (leader_spare.go): the
+	// down is not handed over if the actor took it early
+	leaderLoss *downHints
 }
 
 // lateFlush is the shared watcher's reminder to hand over the late downs
@@ -249,6 +252,9 @@ func (w *watcher) deliverLate(list []lateDown, now time.Time) []lateDown {
 		if now.IsZero() == false && l.due.After(now) {
 			keep = append(keep, l)
 			continue
+		}
+		if l.leaderLoss != nil && l.leaderLoss.stillDeferred(l.down.PID) == false {
+			continue // the actor handled it already (takeDeferred)
 		}
 		w.process.Send(l.to, l.down)
 	}

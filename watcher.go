@@ -198,6 +198,11 @@ type downHints struct {
 	following bool    // a follower with a leader it hears
 	leader    gen.PID // that leader
 	pause     time.Duration
+	// A leader's side (leaderSpare): how many members it can lose and still
+	// reach a quorum, and the losses a shared watcher handed it late on
+	// that account, which its view does not show yet.
+	spare    int
+	deferred map[gen.Atom]peerDown
 }
 
 // set records the actor's role after a step.
@@ -224,6 +229,7 @@ func (h *downHints) delay(pid gen.PID, reason error) time.Duration {
 type downHintsState struct {
 	following bool
 	leader    gen.PID
+	spare     int
 }
 
 // hint tells the watchers the actor's role after a step, when it changed.
@@ -232,11 +238,13 @@ func (a *Actor) hint() {
 	if now.following {
 		now.leader = a.state.leader
 	}
+	now.spare = a.state.spareMembers()
 	if now == a.hinted || a.hints == nil {
 		return
 	}
 	a.hinted = now
 	a.hints.set(now.following, now.leader)
+	a.hints.setSpare(now.spare)
 }
 
 // lazyDownPause is how late a down that may wait (downHints) reaches the
@@ -256,6 +264,13 @@ func (w *watcher) forward(pid gen.PID, reason error) {
 	for _, sub := range w.audience(pid) {
 		if lost && sub.losses != nil {
 			sub.losses.mark(pid.Node, w.clock())
+		}
+		if lost && w.shared {
+			late := peerDown{PID: pid, Reason: reason, Since: w.clock(), At: at}
+			if sub.hints.deferLeaderLoss(late) {
+				w.postponeLeaderLoss(sub.actor, late, sub.hints)
+				continue
+			}
 		}
 		if d := sub.hints.delay(pid, reason); d > 0 {
 			late := peerDown{PID: pid, Reason: reason, Since: w.clock(), At: at}
