@@ -103,6 +103,11 @@ func labPartitionWalkthrough(t *testing.T, mode lab.CutMode) {
 			t.Logf("%s won term %d %s after the cut-off leader's HandleBecomeFollower", won.Node, won.Term, labMs(won.Time().Sub(stepDown.Time())))
 		}
 
+		var cut cutNotice
+		if mode == lab.CutAbort {
+			cut = s.leaderNotice(splitAt, a, large)
+		}
+
 		s.HealAll()
 		final, finalTerm := s.AwaitAgreement(labConverge, all...)
 		labAwaitViews(s.Cluster, labConverge, 5, all...)
@@ -110,7 +115,7 @@ func labPartitionWalkthrough(t *testing.T, mode lab.CutMode) {
 		if finalTerm < newTerm {
 			t.Fatalf("the term went back from %d to %d", newTerm, finalTerm)
 		}
-		labRequireNoOverlaps(t, s.Cluster)
+		s.requireNoOverlapsAfter(tm, cut)
 	})
 }
 
