@@ -217,7 +217,7 @@ func measureManyCrash(p *plan, clusters int, coalesced, idle bool, victim int) (
 		leadings := h.rec.leadings()
 		gcBefore := numGC()
 		s0 := h.snap("")
-		p.sleep(p.idleWindow)
+		p.sleep(p.idleWindowMany)
 		s1 := h.snap("")
 		r.collections = numGC() - gcBefore
 		r.idle, r.idleMeasured = costBetween(coalesceNodes, s0, s1), true
@@ -539,7 +539,7 @@ func coalesceReport(p *plan, many map[bool][]manyRun, huge manyRun, single map[b
 	c, cok := firstIdle(many[true])
 	u, uok := firstIdle(many[false])
 	fmt.Fprintf(&b, "### %d clusters on %d nodes, idle\n\n", p.manyClusters, coalesceNodes)
-	fmt.Fprintf(&b, "Members are spawned on every node at once; once every election has one leader that its members follow, confirmed through `Inspect`, the cluster settles for %s and is then measured for %s. (The settling is for the cold start's last work: in the first seconds after the last election is led, actors and watchers still set up monitors and shared state; in a profile of those first 5 s they took two thirds as much CPU as the hubs, and from 5 s on only the hubs ran. Until 3 December 2026 the window began 3 s after.) CPU is this process's user+system time over the window (`getrusage`) as a share of one core: all three nodes, their hubs and the proxies. Messages are the framework's per-connection counters (`RemoteNodeInfo.MessagesOut`), shown per node pair and direction (what one node sends one other) and heartbeat interval. Live heap is after a forced GC, its growth from before the spawning, divided by clusters x nodes.\n\n", p.idleSettle, p.idleWindow)
+	fmt.Fprintf(&b, "Members are spawned on every node at once; once every election has one leader that its members follow, confirmed through `Inspect`, the cluster settles for %s and is then measured for %s. (The settling is for the cold start's last work: in the first seconds after the last election is led, actors and watchers still set up monitors and shared state; in a profile of those first 5 s they took two thirds as much CPU as the hubs, and from 5 s on only the hubs ran. Until 3 December 2026 the window began 3 s after. It lasts 20 s since 4 December 2026, 10 s before: the process's CPU comes in bursts of system calls and scheduler polling, and 10 s windows of the same code read 6.0 to 11.1%% from run to run.) CPU is this process's user+system time over the window (`getrusage`) as a share of one core: all three nodes, their hubs and the proxies. Messages are the framework's per-connection counters (`RemoteNodeInfo.MessagesOut`), shown per node pair and direction (what one node sends one other) and heartbeat interval. Live heap is after a forced GC, its growth from before the spawning, divided by clusters x nodes.\n\n", p.idleSettle, p.idleWindowMany)
 	b.WriteString("| figure | coalesced | DisableCoalescing=true | coalesced / uncoalesced |\n|---|---:|---:|---:|\n")
 	if cok && uok {
 		fmt.Fprintf(&b, "| all led after the start of spawning | %.2f s | %.2f s | %s |\n", c.allLed.Seconds(), u.allLed.Seconds(), durRatio(c.allLed, u.allLed))
