@@ -65,8 +65,33 @@ type manyRun struct {
 	hubDelegated int     // followers whose acks the hubs sent
 	warnings     int
 	kill         *killResult
+	coldStarts   int // cold starts until the node to crash led its share (crashLeadShare)
 	err          error
 	unled        string // when not all were led: what a few of them report
+	recast       bool   // the node to crash led less than its share: start again
+}
+
+// crashLeadShare is the share of the elections the node to crash must
+// lead, in tenths: who leads what is settled by the cold start's
+// elections, and the crash is meant for a node that leads about a third
+// (a smaller wave fails over faster). A cold start that leaves it less is
+// done again, up to crashColdStarts times; the last one is measured
+// whatever it gave.
+const (
+	crashLeadShare  = 3
+	crashColdStarts = 8
+)
+
+// measureManyCrash is measureManyRun, cold-started again while the node
+// to crash leads less than its share.
+func measureManyCrash(p *plan, clusters int, coalesced, idle bool, victim int) manyRun {
+	for attempt := 1; ; attempt++ {
+		r := measureManyRun(p, clusters, coalesced, idle, victim, attempt < crashColdStarts)
+		r.coldStarts = attempt
+		if r.recast == false {
+			return r
+		}
+	}
 }
 
 // killResult is one crash of one node under many elections.
@@ -164,13 +189,15 @@ func runCoalesce(p *plan) (section, []summaryRow) {
 
 const coalesceTitle = "6b. Coalesced liveness against per-election heartbeats"
 
-// measureManyCrash cold-starts clusters elections on three nodes, waits
+// measureManyRun cold-starts clusters elections on three nodes, waits
 // until all are led and a settle period more, measures the idle cost if
 // idle, and crashes node victim%3 if victim >= 0. That node runs in a
 // process of its own (child.go), frozen at the crash and killed after it
 // (crashMany); the idle cost is of this process only, so a run that
-// crashes measures no idle cost.
-func measureManyCrash(p *plan, clusters int, coalesced, idle bool, victim int) (r manyRun) {
+// crashes measures no idle cost. With recastSmall, a cold start that
+// leaves the node to crash less than its share (crashLeadShare) returns
+// at once with recast set.
+func measureManyRun(p *plan, clusters int, coalesced, idle bool, victim int, recastSmall bool) (r manyRun) {
 	r = manyRun{clusters: clusters, nodes: coalesceNodes, coalesced: coalesced, hubLeading: -1}
 	if p.interrupted() {
 		r.err = p.ctx.Err()
@@ -205,6 +232,20 @@ func measureManyCrash(p *plan, clusters int, coalesced, idle bool, victim int) (
 		return r
 	}
 	r.allLed = last.Sub(start)
+	if victim >= 0 && recastSmall {
+		name := h.names[victim%coalesceNodes]
+		led := 0
+		for _, g := range h.groups {
+			if a, ok := h.rec.agreed(g.id, h.local()); ok && a.leader.Node == name {
+				led++
+			}
+		}
+		if led*10 < clusters*crashLeadShare {
+			p.progress("coalesce: %d clusters, %s: %s leads %d, less than %d0%%: cold-starting again", clusters, modeName(coalesced), name, led, crashLeadShare)
+			r.recast = true
+			return r
+		}
+	}
 	p.progress("coalesce: %d clusters, %s: all led %.2f s after the start (spawning %.2f s)", clusters, modeName(coalesced), r.allLed.Seconds(), spawning.Seconds())
 	settle := p.coalesceSettle
 	if idle {
@@ -481,6 +522,7 @@ type killStats struct {
 	slowOneTerm int      // led again at the next term, but later than slowFailover
 	p99s        []string // per crash, the p99 of its elections
 	collections uint32   // garbage collections during the failovers
+	coldStarts  int      // cold starts of all crashes (crashLeadShare)
 }
 
 // slowFailover is where a failover is no longer the fast path: the
@@ -499,6 +541,7 @@ func killsOf(runs []manyRun) killStats {
 			continue
 		}
 		s.kills++
+		s.coldStarts += r.coldStarts
 		all = append(all, r.kill.took...)
 		s.led = append(s.led, strconv.Itoa(r.kill.led))
 		s.lost += len(r.kill.lost)
@@ -576,9 +619,10 @@ func coalesceReport(p *plan, many map[bool][]manyRun, huge manyRun, single map[b
 	cd, cled, clost, cmoved, ckills := cs.took, cs.led, cs.lost, cs.moved, cs.kills
 	ud, uled, ulost, umoved, ukills := us.took, us.led, us.lost, us.moved, us.kills
 	fmt.Fprintf(&b, "### A node crash under %d clusters\n\n", p.manyClusters)
-	fmt.Fprintf(&b, "Each run cold-starts the %d elections afresh, waits until all are led and %s more, then crashes one node. That node runs in an OS process of its own (the other two and the proxies run in this one), started with the same routes through the proxies: its process is frozen (SIGSTOP) and every link of it is cut at the proxies (the survivors see every connection to it close), so that it says nothing on the way out and takes no CPU from the survivors while they fail over; it is killed with SIGKILL once they are done. (Until this section was measured that way, the crashed node ran in this process and was stopped with `StopForce`, which terminated its 4,000 processes on the same two cores, during the failover. Until 4 December 2026 it was killed with SIGKILL at the cut: the kernel's teardown of its heap then took 5 to 7 ms of one of the two cores in the measured milliseconds, the crashed host's work on separate hosts.) Whichever node it is leads about a third of the elections, more or less. The time of each election it led runs from the cut until both survivors' callbacks name one new leader at one term, confirmed through `Inspect`; the percentiles are over all those elections of all runs. The other elections must keep their leader.\n\n", p.manyClusters, p.coalesceSettle)
+	fmt.Fprintf(&b, "Each run cold-starts the %d elections afresh, waits until all are led and %s more, then crashes one node. That node runs in an OS process of its own (the other two and the proxies run in this one), started with the same routes through the proxies: its process is frozen (SIGSTOP) and every link of it is cut at the proxies (the survivors see every connection to it close), so that it says nothing on the way out and takes no CPU from the survivors while they fail over; it is killed with SIGKILL once they are done. (Until this section was measured that way, the crashed node ran in this process and was stopped with `StopForce`, which terminated its 4,000 processes on the same two cores, during the failover. Until 4 December 2026 it was killed with SIGKILL at the cut: the kernel's teardown of its heap then took 5 to 7 ms of one of the two cores in the measured milliseconds, the crashed host's work on separate hosts.) Which elections it leads is settled by the cold start: a cold start that leaves it less than %d0%% of them is done again (up to %d times), since a smaller wave fails over faster (until 4 December 2026 it crashed whatever it led, 109 to 331 elections in that day's runs). The time of each election it led runs from the cut until both survivors' callbacks name one new leader at one term, confirmed through `Inspect`; the percentiles are over all those elections of all runs. The other elections must keep their leader.\n\n", p.manyClusters, p.coalesceSettle, crashLeadShare, crashColdStarts)
 	b.WriteString("| figure | coalesced | DisableCoalescing=true | coalesced / uncoalesced |\n|---|---:|---:|---:|\n")
 	fmt.Fprintf(&b, "| crashes (elections the crashed node led) | %d (%s) | %d (%s) | |\n", ckills, strings.Join(cled, ", "), ukills, strings.Join(uled, ", "))
+	fmt.Fprintf(&b, "| cold starts for those crashes (one more each time the node to crash led less than %d0%%) | %d | %d | |\n", crashLeadShare, cs.coldStarts, us.coldStarts)
 	for _, q := range []struct {
 		name string
 		pct  float64
