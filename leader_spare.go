@@ -37,8 +37,8 @@ import (
 //     node the framework reports as not connected, so the member the
 //     leader has not heard about yet is neither listed nor chosen.
 //
-// A private watcher (one election on the node, or coalescing disabled)
-// hands every down at once: there is no wave to spare.
+// A private watcher (coalescing disabled, or a shared watcher that could
+// not be started) hands every down at once, as before.
 
 // spareMembers is how many members this node, as a published leader, can
 // lose and still reach a quorum; 0 in any other role.

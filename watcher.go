@@ -198,9 +198,9 @@ type downHints struct {
 	following bool    // a follower with a leader it hears
 	leader    gen.PID // that leader
 	pause     time.Duration
-	// A leader's side (leaderSpare): how many members it can lose and still
-	// reach a quorum, and the losses a shared watcher handed it late on
-	// that account, which its view does not show yet.
+	// A leader's side (leader_spare.go): how many members it can lose
+	// and still reach a quorum, and the losses a shared watcher handed it
+	// late on that account, which its view does not show yet.
 	spare    int
 	deferred map[gen.Atom]peerDown
 }
