@@ -182,6 +182,7 @@ type Actor struct {
 	hub          gen.PID                    // the node's liveness hub, once joined (hub.go)
 	slot         *slot                      // what this actor shares with the hub (coalesce.go)
 	noCoalescing bool                       // Options.DisableCoalescing
+	departing    *departure                 // an outgoing leader waiting for its successor (departure.go)
 	dialing      map[gen.Atom]bool          // nodes it is connecting to now
 	watchers     map[gen.Atom]gen.PID       // per member node, the helper that monitors its processes (watcher.go)
 	watching     map[gen.PID]gen.Atom       // the same, by the helper's PID
@@ -310,6 +311,9 @@ func (a *Actor) ProcessRun() (reason error) {
 		if a.State() != gen.ProcessStateRunning {
 			return gen.TerminateReasonKill
 		}
+		if a.departing != nil && a.departing.over(a.state.term, a.clock()) {
+			return a.departing.reason
+		}
 		var err error
 		started := a.clock()
 		// the hub acts for this actor only between its steps (coalesce.go)
@@ -346,7 +350,10 @@ func (a *Actor) ProcessRun() (reason error) {
 			a.state.longestStep = step
 		}
 		if err != nil {
-			return a.terminating(err)
+			if a.departing == nil && a.depart(err) {
+				continue // until the successor campaigns (departure.go)
+			}
+			return err
 		}
 	}
 }
@@ -369,6 +376,9 @@ func (a *Actor) pop() (*gen.MailboxMessage, bool) {
 }
 
 func (a *Actor) dispatch(message *gen.MailboxMessage) error {
+	if a.departing != nil {
+		return a.dispatchDeparting(message)
+	}
 	switch message.Type {
 	case gen.MailboxMessageTypeRegular:
 		return a.handleRegular(message.From, message.Message)
@@ -486,10 +496,20 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		if a.state.receive(now, from, message) {
 			return nil
 		}
+	case departureDeadline:
+		if a.departing != nil && from == a.PID() {
+			// the end is due whatever the clock says: an outgoing leader
+			// must never outlive its deadline (a node's Stop waits for it)
+			a.departing.until = time.Time{}
+		}
+		return nil
 	default:
 		if a.state.receive(now, from, message) {
 			return nil
 		}
+	}
+	if a.departing != nil {
+		return nil // the behavior asked to end: nothing more for it
 	}
 	return a.behavior.HandleMessage(from, message)
 }
@@ -549,23 +569,6 @@ func (a *Actor) handleExit(from gen.PID, message any) error {
 	return reason
 }
 
-// terminating runs just before ProcessRun returns a termination reason. A
-// leader that stops on purpose (normal or shutdown) hands leadership over
-// while it can still send, and reports the end of its leadership.
-func (a *Actor) terminating(reason error) error {
-	if a.state == nil || a.state.role != roleLeader || a.state.unpublished {
-		return reason
-	}
-	if errors.Is(reason, gen.TerminateReasonNormal) == false && errors.Is(reason, gen.TerminateReasonShutdown) == false {
-		return reason
-	}
-	a.state.handover(a.clock(), "the actor is stopping ("+reason.Error()+")", a.connected)
-	if err := a.flush(); err != nil {
-		a.Log().Error("leader: while handing over before stopping: %s", err)
-	}
-	return reason
-}
-
 func isTermination(err error) bool {
 	return errors.Is(err, gen.TerminateReasonNormal) || errors.Is(err, gen.TerminateReasonShutdown) || errors.Is(err, gen.TerminateReasonKill)
 }
@@ -597,7 +600,11 @@ func (a *Actor) flush() error {
 			a.state.confirmResult(a.clock(), allowed, err)
 			continue
 		}
-		if err := a.report(); err != nil {
+		if a.departing != nil {
+			// the behavior asked to end: no callback runs any more
+			a.state.observeLeader(a.clock())
+			a.reported = a.state.public()
+		} else if err := a.report(); err != nil {
 			return err
 		}
 		a.state.endTurn()
@@ -609,6 +616,9 @@ func (a *Actor) flush() error {
 			return nil
 		}
 		a.perform(out)
+		if a.departing != nil {
+			continue
+		}
 		for _, pid := range out.joined {
 			if err := a.behavior.HandlePeerJoined(pid); err != nil {
 				return err
@@ -684,6 +694,9 @@ func (a *Actor) tellTurns(pids []gen.PID) {
 // request sent on a connection the framework then dropped) delays no other
 // member's downs.
 func (a *Actor) watch(pid gen.PID) {
+	if a.departing != nil {
+		return // it ends in a moment: no helper is started for it
+	}
 	watcher, ok := a.watchers[pid.Node]
 	if ok == false {
 		watcher, ok = a.sharedWatcher(pid.Node)

@@ -16,7 +16,9 @@ type hubRetry struct{}
 // the node has none. Without a hub the actor works per election, as if
 // coalescing were disabled.
 func (a *Actor) joinHub() {
-	if a.noCoalescing {
+	if a.noCoalescing || a.departing != nil {
+		// an outgoing leader must not start a hub: on a stopping node it
+		// would be a process the node's Stop never told to end
 		return
 	}
 	if a.slot == nil {

@@ -214,6 +214,7 @@ type election struct {
 	campaignsQueued       uint64 // election timeouts that waited for a turn
 	electionFireAt        time.Time
 	notBefore             time.Time // no campaign before this: confirm backoff, or after a handover
+	outgoing              bool      // handed over on its way out: grants nothing (departure.go)
 	lostLeader            gen.PID   // the leader whose down this node observed
 	timers                [numTimers]timerState
 
@@ -432,8 +433,10 @@ func (e *election) refusesHigherTerm(from gen.PID, message any) bool {
 		return false
 	}
 	why, supported := e.grantRefusal(handover, from)
-	if why == "" || why == "quiet_period" {
-		// a fresh node adopts the term; it only may not grant
+	if why == "" || why == "quiet_period" || why == "outgoing" {
+		// a fresh node adopts the term, and so does an outgoing leader
+		// (the new term tells it that its successor campaigns); they only
+		// may not grant
 		return false
 	}
 	e.drop(why)
@@ -623,6 +626,16 @@ func (e *election) handleVote(m *member, req msgVote) {
 
 func (e *election) handleVoteReply(m *member, reply msgVoteReply) {
 	if e.staleReply(header{term: reply.Term}) {
+		return
+	}
+	if e.role == roleLeader && reply.Term == e.term && reply.Granted && e.now.Before(e.roundCloses) {
+		// A grant that came after the win is as good an acknowledgement
+		// of round 1 as those that made it. Counted, it keeps a voter that
+		// leaves the view right after the election (its process stops) from
+		// taking the lease's quorum along and unseating the new leader.
+		m.lastAck = e.now
+		m.ackTerm = e.term
+		e.acknowledged(m, 1)
 		return
 	}
 	if e.role != roleCandidate || e.confirming || reply.Term != e.term || e.votes == nil {

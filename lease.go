@@ -205,6 +205,10 @@ func (e *election) releasePromise(pid gen.PID) {
 // asking), not from the quiet period; so is the process it promised.
 func (e *election) grantRefusal(handover bool, requester gen.PID) (string, gen.PID) {
 	switch {
+	case e.outgoing:
+		// its process ends in a moment: a grant from it would leave the
+		// view with it and take the new leader's quorum along
+		return "outgoing", gen.PID{}
 	case e.inQuietPeriod():
 		return "quiet_period", gen.PID{}
 	case handover:

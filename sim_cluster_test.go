@@ -233,13 +233,36 @@ func (c *simCluster) stop(name gen.Atom) {
 			p.push(p.mailbox.Urgent, gen.MailboxMessageTypeExit, p.Parent(), gen.MessageExitPID{PID: p.Parent(), Reason: gen.TerminateReasonShutdown})
 		}
 	}
+	// The framework stops the network once the node's last process has
+	// ended; an outgoing leader stays until its successor campaigns
+	// (departure.go), so the connections close after it, or after a bound
+	// that no departure reaches.
 	creation := c.sim.nodes[name].creation
-	c.sim.after(time.Millisecond, "", func() {
+	giveUp := c.sim.now.Add(time.Second)
+	var finish func()
+	finish = func() {
 		// the node may have been restarted meanwhile: stop only this one
-		if n := c.sim.nodes[name]; n != nil && n.creation == creation {
-			c.sim.crash(name)
+		n := c.sim.nodes[name]
+		if n == nil || n.creation != creation {
+			return
 		}
-	})
+		if c.sim.now.Before(giveUp) && hasElectionActor(n) {
+			c.sim.after(100*time.Microsecond, "", finish)
+			return
+		}
+		c.sim.crash(name)
+	}
+	c.sim.after(time.Millisecond, "", finish)
+}
+
+// hasElectionActor reports whether an election's actor still runs on n.
+func hasElectionActor(n *simNode) bool {
+	for _, p := range n.procs {
+		if p.checker() != nil && p.state != gen.ProcessStateTerminated {
+			return true
+		}
+	}
+	return false
 }
 
 // retire removes a name from every election's discovery, as when a pod

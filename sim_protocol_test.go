@@ -161,6 +161,35 @@ func TestSimulationGracefulHandover(t *testing.T) {
 	t.Logf("handover gap (virtual): with p50 %s p99 %s max %s; without p50 %s min %s", with[50], with[98], with[99], without[50], without[0])
 }
 
+// A graceful node Stop hands leadership over every time: the successor wins
+// the next term by the handover's TimeoutNow, with no pre-vote, and the
+// outgoing leader's process stays until then (departure.go). Without that,
+// the node's connections close right after its last process ended, and the
+// TimeoutNow in flight is lost with them, or overtaken by the old leader's
+// down (seed 1 fails so).
+func TestSimulationANodeStopHandsOverEveryTime(t *testing.T) {
+	for seed := uint64(1); seed <= uint64(seedCount(t, 200)); seed++ {
+		s, c, _ := settledCluster(t, seed, protocolSwitches{})
+		old := c.leaders()[0]
+		term := old.Term()
+		preVotes := make(map[gen.Atom]uint64)
+		for _, name := range c.liveNames() {
+			preVotes[name] = c.actors[name].state.preVoteRounds
+		}
+		c.stop(old.PID().Node)
+		if _, ok := c.runUntilConverged(5 * time.Second); ok == false {
+			t.Fatalf("seed %d: no leader after the stop\n%s", seed, s.report())
+		}
+		requireNoViolation(t, s)
+		next := c.leaders()[0]
+		name := next.PID().Node
+		if next.Term() != term+1 || next.state.preVoteRounds != preVotes[name] {
+			t.Fatalf("seed %d: %s leads term %d (the handover was for term %d) after %d pre-vote rounds: the stop failed over instead of handing over\n%s",
+				seed, name, next.Term(), term+1, next.state.preVoteRounds-preVotes[name], s.report())
+		}
+	}
+}
+
 // crashGap crashes the leader's node and measures the time until every
 // survivor follows one new leader.
 func crashGap(t *testing.T, seed uint64, switches protocolSwitches) time.Duration {
