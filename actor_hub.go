@@ -98,6 +98,11 @@ func (a *Actor) hubDown(pid gen.PID) bool {
 	a.slot = nil
 	a.unparkAll() // the end of the step arms them with the framework
 	a.state.heartbeatNow()
+	if a.departing != nil {
+		// the node stops (its Stop ends the hub with every process), and
+		// so does this actor in a moment: nothing to warn of or retry
+		return true
+	}
 	a.Log().Warning("leader %q: the node's liveness hub stopped; this election sends its own heartbeats until a new hub takes over", a.state.cfg.clusterID)
 	a.SendAfter(a.PID(), hubRetry{}, a.state.cfg.electionTimeoutMin)
 	return true

@@ -132,7 +132,11 @@
 //     one follower whose own link flapped cannot disrupt a healthy leader.
 //     A leader that stops on purpose (StepDown, or a normal or shutdown
 //     termination) stands down and tells its most recently heard follower
-//     to campaign at once.
+//     to campaign at once. A terminating one then stays until that
+//     follower campaigns (at most ElectionTimeoutMin/2), without callbacks
+//     and without granting votes, so that a node's Stop, which waits for
+//     its processes before it closes the connections, cannot lose the
+//     message.
 //   - Coalesced liveness. The elections on a node share one process,
 //     registered as "leader_liveness", that carries the heartbeat rounds of
 //     all of them to each other node in one message per interval and brings
