@@ -800,7 +800,8 @@ func (a *Actor) watched(now time.Time, report any) {
 		} else if a.hints.lossHandled(r.PID) {
 			a.hinted.spare = -1 // the hints changed under the actor: tell them again
 		}
-		if a.state.downAt(now, r.At, r.PID, r.Reason) == false {
+		reconnected := errors.Is(r.Reason, gen.ErrNoConnection) && a.connected(r.PID.Node)
+		if a.state.downReported(now, r.At, r.PID, r.Reason, reconnected) == false {
 			a.state.drop("stale_down")
 		} else if r.Since.IsZero() == false {
 			a.state.backdateLoss(r.PID.Node, r.Since)

@@ -74,3 +74,42 @@ func TestAGrantAfterTheRoundClosedDoesNotRenewTheLease(t *testing.T) {
 	h.recv("d", msgVoteReply{ClusterID: "c", Term: h.e.term, Granted: true})
 	assert.Zero(t, h.e.members[node("d")].ackRound)
 }
+
+// The end of a connection that a newer one already replaced (a half-open
+// connection that outlived a silent partition, whose other end closed it
+// seconds before and has since reconnected and been elected) is no
+// observed loss of the leader: the leader noticed nothing now and may lead
+// over the newer connection, with this node's acknowledgements in its
+// lease. Found in TestLabPartitionWalkthrough/silent: both followers of
+// the new leader failed over 100 ms after they accepted its new connection
+// and elected another leader while it still led. The follower keeps its
+// promise, starts no fast failover and says Hello at once; a down with no
+// connection left is a failover as before.
+func TestTheEndOfAReplacedConnectionIsNoLossOfTheLeader(t *testing.T) {
+	lose := func(reconnected bool) (*stateHarness, effects) {
+		h := newStateHarness(t, Options{}, "b", "c")
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
+		require.True(t, h.e.promisedUntil.After(h.now), "the ack promised the leader")
+		h.advance(time.Millisecond)
+		require.True(t, h.e.downReported(h.now, h.now, pid("b"), gen.ErrNoConnection, reconnected))
+		return h, h.e.takeEffects()
+	}
+	fastArmed := func(out effects) bool {
+		for _, r := range out.timers {
+			if r.kind == timerFast && r.after >= 0 {
+				return true
+			}
+		}
+		return false
+	}
+
+	h, out := lose(true)
+	assert.False(t, fastArmed(out), "no fast failover for the end of a replaced connection")
+	assert.Equal(t, pid("b"), h.e.promisedTo, "the promise to the leader holds")
+	assert.True(t, h.e.promisedUntil.After(h.now))
+	assert.Len(t, sentTo[msgHello](out, "b"), 1, "the member is probed at once over the newer connection")
+
+	h, out = lose(false)
+	assert.True(t, fastArmed(out), "a down with no connection left is a failover")
+	assert.Equal(t, gen.PID{}, h.e.promisedTo, "and releases the promise")
+}

@@ -315,6 +315,21 @@ func (e *election) down(now time.Time, pid gen.PID, reason error) bool {
 // watcher's receipt, peerDown.At), which may be earlier than now; a zero
 // or future at is now.
 func (e *election) downAt(now, at time.Time, pid gen.PID, reason error) bool {
+	return e.downReported(now, at, pid, reason, false)
+}
+
+// downReported is downAt for a down that came while the framework has a
+// connection to pid's node again (reconnected: true), when the reason is
+// ErrNoConnection. The connection that ended is then an older one that a
+// newer connection replaced, such as a half-open one that outlived a
+// silent partition while the other end had closed it seconds before.
+// That end noticed nothing now: its leader, if pid is one, may be leading
+// over the newer connection, with this node's acknowledgements in its
+// lease. So the end is no observed failure of the leader, as for a
+// connection this node reset itself: the member is probed again at once
+// and no fast failover releases the promise. A leader that did die has no
+// connection, and its down is observed as before.
+func (e *election) downReported(now, at time.Time, pid gen.PID, reason error, reconnected bool) bool {
 	e.now = now
 	if at.IsZero() || at.After(now) {
 		at = now
@@ -335,8 +350,9 @@ func (e *election) downAt(now, at time.Time, pid gen.PID, reason error) bool {
 		return false
 	}
 	// A down this node caused by resetting a silent connection is not an
-	// observed failure of the leader: no fast failover (silence.go).
-	observed := e.resetting(m) == false || errors.Is(reason, gen.ErrNoConnection) == false
+	// observed failure of the leader: no fast failover (silence.go); nor is
+	// the end of a connection that a newer one replaced (reconnected).
+	observed := (e.resetting(m) == false && reconnected == false) || errors.Is(reason, gen.ErrNoConnection) == false
 	e.lostContact(m, pid, reason, observed, at)
 	return true
 }
