@@ -117,3 +117,44 @@ func TestSimulationManyClustersOneSurvivorHearsTheCrashLate(t *testing.T) {
 	}
 	t.Logf("longest time without a leader: %s (%s beyond the lag); fast pre-votes asked again: %d", worst, beyond, reasked)
 }
+
+// The end of a connection that a newer one replaced is no loss of the
+// leader. A follower whose framework reports the end of its connection to
+// the leader's node late (noticeLag: a half-open connection that outlived
+// a silent partition ends on that side seconds after the leader's side
+// closed it) gets the down while a newer connection, which the leader
+// dialed meanwhile, already carries its heartbeats. The leader noticed the
+// old connection's end long before and counts this follower's
+// acknowledgements over the new one, so the follower must keep its promise
+// and start no fast failover. Seed 1 fails without the rule
+// (TestTheEndOfAReplacedConnectionIsNoLossOfTheLeader on the state alone).
+func TestSimulationTheEndOfAReplacedConnectionStartsNoFailover(t *testing.T) {
+	for seed := uint64(1); seed <= uint64(seedCount(t, 100)); seed++ {
+		s, c, _ := settledCluster(t, seed, protocolSwitches{})
+		leader := c.leaders()[0]
+		term := leader.Term()
+		var follower *simActor
+		for _, name := range c.liveNames() {
+			if name != leader.PID().Node {
+				follower = c.actors[name]
+				break
+			}
+		}
+		lag := 300 * time.Millisecond
+		fast := follower.state.fastRounds
+		s.noticeLag[follower.PID().Node] = lag
+		s.note("NEMESIS the connection %s <-> %s ends; %s hears of it %s late", leader.PID().Node, follower.PID().Node, follower.PID().Node, lag)
+		s.disconnect(leader.PID().Node, follower.PID().Node)
+		s.runFor(lag + time.Second)
+		requireNoViolation(t, s)
+		if s.conns[pairKey(leader.PID().Node, follower.PID().Node)] == 0 {
+			t.Fatalf("seed %d: no newer connection between the leader and the follower\n%s", seed, s.report())
+		}
+		if follower.state.fastRounds != fast {
+			t.Fatalf("seed %d: %s started a fast failover on the end of a connection a newer one had replaced\n%s", seed, follower.PID().Node, s.report())
+		}
+		if l := c.leaders(); len(l) != 1 || l[0] != leader || leader.Term() != term {
+			t.Fatalf("seed %d: the leader of term %d did not keep leading\n%s", seed, term, s.report())
+		}
+	}
+}
