@@ -122,12 +122,7 @@ func TestSimulationALeaderStandsDownOnTheLossThatBreaksItsQuorum(t *testing.T) {
 	spared := 0
 	for _, seed := range scenarioSeeds(t, 20) {
 		k := 4 + int(seed%3)
-		s := newSimTest(t, seed, lanNetwork())
-		s.replay = t.Name()
-		f, names := startSimFleet(s, 5, manyElections(simOptions(), k), protocolSwitches{})
-		if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
-			t.Fatalf("seed %d: the %d elections did not all converge\n%s", seed, k, s.report())
-		}
+		s, f, names := convergedFleet(t, seed, 5, k)
 		keeper, _ := f.busiest()
 		led := f.ledBy(keeper)
 		var others []gen.Atom

@@ -38,12 +38,7 @@ func TestSimulationManyClustersOneSurvivorHearsTheCrashLate(t *testing.T) {
 	reasked := uint64(0)
 	for _, seed := range scenarioSeeds(t, 40) {
 		k := 6 + int(seed%4)
-		s := newSimTest(t, seed, lanNetwork())
-		s.replay = t.Name()
-		f, names := startSimFleet(s, 3, manyElections(simOptions(), k), protocolSwitches{})
-		if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
-			t.Fatalf("seed %d: the %d elections did not all converge\n%s", seed, k, s.report())
-		}
+		s, f, names := convergedFleet(t, seed, 3, k)
 		victim, _ := f.busiest()
 		want := (k + 2) / 3
 		f.steer(victim, want)

@@ -258,15 +258,22 @@ func scenarioSeeds(t *testing.T, fallback int) []uint64 {
 func eachSettledFleet(t *testing.T, fallback, lo, span int, scenario func(seed uint64, s *simulator, f *simFleet)) {
 	t.Helper()
 	for _, seed := range scenarioSeeds(t, fallback) {
-		k := lo + int(seed%uint64(span))
-		s := newSimTest(t, seed, lanNetwork())
-		s.replay = t.Name()
-		f, _ := startSimFleet(s, 5, manyElections(simOptions(), k), protocolSwitches{})
-		if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
-			t.Fatalf("seed %d: the %d elections did not all converge\n%s", seed, k, s.report())
-		}
+		s, f, _ := convergedFleet(t, seed, 5, lo+int(seed%uint64(span)))
 		scenario(seed, s, f)
 	}
+}
+
+// convergedFleet starts nodes nodes with k elections each on them and runs
+// them until every election has one leader that all its members follow.
+func convergedFleet(t *testing.T, seed uint64, nodes, k int) (*simulator, *simFleet, []gen.Atom) {
+	t.Helper()
+	s := newSimTest(t, seed, lanNetwork())
+	s.replay = t.Name()
+	f, names := startSimFleet(s, nodes, manyElections(simOptions(), k), protocolSwitches{})
+	if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
+		t.Fatalf("seed %d: the %d elections did not all converge\n%s", seed, k, s.report())
+	}
+	return s, f, names
 }
 
 // steer makes node lead at least want elections: the leaders of others

@@ -212,12 +212,7 @@ func TestSimulationALostLeaderWakesNoStaleTimer(t *testing.T) {
 // leads the most of them with the elections it leads.
 func parkedFleet(t *testing.T, seed uint64, k int) (*simulator, *simFleet, []gen.Atom, gen.Atom, []*simCluster) {
 	t.Helper()
-	s := newSimTest(t, seed, lanNetwork())
-	s.replay = t.Name()
-	f, names := startSimFleet(s, 3, manyElections(simOptions(), k), protocolSwitches{})
-	if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
-		t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
-	}
+	s, f, names := convergedFleet(t, seed, 3, k)
 	// long enough for every timer to be parked, and for the time they
 	// were first armed to be more than a chore interval (3 s) ago, as in
 	// a fleet that has run for a while
