@@ -3,7 +3,7 @@ module ergo.services/actor/leader
 go 1.26
 
 require (
-	ergo.services/ergo v1.999.321-0.20260604080356-c601c4697361
+	ergo.services/ergo v1.999.330
 	github.com/stretchr/testify v1.12.1
 )
 

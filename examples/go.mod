@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	ergo.services/actor/leader v0.0.0-00010101000000-000000000000
-	ergo.services/ergo v1.999.321-0.20260604080356-c601c4697361
+	ergo.services/ergo v1.999.330
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
