@@ -1,10 +1,12 @@
 package netstack
 
 import (
+	"errors"
 	"reflect"
 	"sort"
 
 	"ergo.services/ergo/gen"
+	"ergo.services/ergo/internal/netstack/edf"
 )
 
 var _ gen.Network = (*Stack)(nil)
@@ -243,27 +245,67 @@ func (proto) Version() gen.Version { return ProtoVersion }
 
 // RegisterType registers one type for the codec of this OS process (every
 // node of the process can then encode it); types it refers to must be
-// registered already. Values only, exported fields only; a duplicate (by
-// this node or another one of the process) gives an error wrapping
-// gen.ErrTaken.
-func (s *Stack) RegisterType(v any) error { return s.reg.RegisterType(v) }
+// registered already. Values only, exported fields only. As in v3.3.0
+// (node/network.go), a type registered before (by this node or another one
+// of the process) is no error: gen.ErrTaken from the registry counts as
+// success.
+func (s *Stack) RegisterType(v any) error { return s.RegisterTypes([]any{v}) }
 
 // RegisterTypes registers a batch of types in any order (all or nothing).
-func (s *Stack) RegisterTypes(types []any) error { return s.reg.RegisterTypes(types) }
+// Types registered before are left out of the batch, so registering the
+// same list on every node of one process succeeds and registers the rest.
+func (s *Stack) RegisterTypes(types []any) error {
+	fresh := make([]any, 0, len(types))
+	seen := make(map[reflect.Type]bool, len(types))
+	for _, v := range types {
+		if v != nil {
+			t := reflect.TypeOf(v)
+			if seen[t] {
+				continue
+			}
+			seen[t] = true
+			if got, ok := s.reg.LookupType(edf.TypeName(t)); ok && got == t {
+				continue
+			}
+		}
+		fresh = append(fresh, v)
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	return taken(s.reg.RegisterTypes(fresh))
+}
 
 // RegisterError makes e travel by identity (errors.Is works on the peer
 // when the peer registered the same variable) on connections formed after
-// it; process-wide, like types.
-func (s *Stack) RegisterError(e error) error { return s.reg.RegisterErrors([]error{e}) }
+// it; process-wide, like types. Registered before: no error (v3.3.0).
+func (s *Stack) RegisterError(e error) error { return taken(s.reg.RegisterErrors([]error{e})) }
 
-// RegisterErrors registers several errors.
-func (s *Stack) RegisterErrors(errs []error) error { return s.reg.RegisterErrors(errs) }
+// RegisterErrors registers several errors, one by one; those registered
+// before are no error (v3.3.0).
+func (s *Stack) RegisterErrors(errs []error) error {
+	for _, e := range errs {
+		if err := s.RegisterError(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // RegisterAtom records an atom (atoms always travel in full here).
-func (s *Stack) RegisterAtom(a gen.Atom) error { return s.reg.RegisterAtoms([]gen.Atom{a}) }
+func (s *Stack) RegisterAtom(a gen.Atom) error { return taken(s.reg.RegisterAtoms([]gen.Atom{a})) }
 
 // RegisterAtoms records atoms.
-func (s *Stack) RegisterAtoms(atoms []gen.Atom) error { return s.reg.RegisterAtoms(atoms) }
+func (s *Stack) RegisterAtoms(atoms []gen.Atom) error { return taken(s.reg.RegisterAtoms(atoms)) }
+
+// taken turns gen.ErrTaken into success, as the v3.3.0 network does for
+// every registration call.
+func taken(err error) error {
+	if errors.Is(err, gen.ErrTaken) {
+		return nil
+	}
+	return err
+}
 
 // RegisteredTypes lists the registered types, built-ins included.
 func (s *Stack) RegisteredTypes() []gen.RegisteredTypeInfo { return s.reg.RegisteredTypes() }
