@@ -9,6 +9,9 @@ import (
 type Node interface {
 	Name() Atom
 	IsAlive() bool
+	// SetCTRLC turns the graceful stop on SIGTERM and Interrupt on or off
+	// (ergo.StartNode turns it on).
+	SetCTRLC(enable bool)
 	PID() PID
 	Creation() int64
 	Uptime() int64

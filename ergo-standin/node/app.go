@@ -50,8 +50,11 @@ type application struct {
 	started  time.Time
 	group    []gen.PID
 	members  map[gen.PID]struct{}
-	reason   error
-	stopped  chan struct{} // closed when the last member is gone while stopping
+	// ending: members unregistered whose ProcessTerminate still runs; the
+	// application's Terminate waits for them (v3.3.0)
+	ending  map[gen.PID]struct{}
+	reason  error
+	stopped chan struct{} // closed when the last member is gone while stopping
 }
 
 var _ gen.Application = (*application)(nil)
@@ -145,14 +148,21 @@ func (a *application) addMember(pid gen.PID) {
 	a.mu.Unlock()
 }
 
-// memberTerminated applies the application mode when a member ends.
-func (a *application) memberTerminated(pid gen.PID, reason error) {
+// memberTerminated applies the application mode when a member ends;
+// terminating: its ProcessTerminate runs next (memberDone follows).
+func (a *application) memberTerminated(pid gen.PID, reason error, terminating bool) {
 	a.mu.Lock()
 	if _, ok := a.members[pid]; !ok {
 		a.mu.Unlock()
 		return
 	}
 	delete(a.members, pid)
+	if terminating {
+		if a.ending == nil {
+			a.ending = make(map[gen.PID]struct{})
+		}
+		a.ending[pid] = struct{}{}
+	}
 	left := len(a.members)
 	state := a.State()
 	if state == gen.ApplicationStateRunning {
@@ -172,11 +182,27 @@ func (a *application) memberTerminated(pid gen.PID, reason error) {
 		}
 		state = a.State()
 	}
-	if state == gen.ApplicationStateStopping && len(a.members) == 0 {
+	if state == gen.ApplicationStateStopping && a.idleLocked() {
 		a.finishLocked()
 	}
 	a.mu.Unlock()
 }
+
+// memberDone: the ProcessTerminate of a member returned.
+func (a *application) memberDone(pid gen.PID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.ending[pid]; !ok {
+		return
+	}
+	delete(a.ending, pid)
+	if a.State() == gen.ApplicationStateStopping && a.idleLocked() {
+		a.finishLocked()
+	}
+}
+
+// idleLocked: no member is alive or still in its ProcessTerminate.
+func (a *application) idleLocked() bool { return len(a.members) == 0 && len(a.ending) == 0 }
 
 // beginStopLocked switches to Stopping; the caller holds a.mu.
 func (a *application) beginStopLocked(reason error) bool {
@@ -435,9 +461,12 @@ func (n *node) applicationStart(name gen.Atom, mode gen.ApplicationMode, options
 	a.mu.Lock()
 	a.state.Store(int32(gen.ApplicationStateRunning))
 	if len(a.members) == 0 {
-		// every member ended already
+		// every member ended already (Terminate once the last one's
+		// ProcessTerminate returned: memberDone)
 		a.beginStopLocked(gen.TerminateReasonNormal)
-		a.finishLocked()
+		if a.idleLocked() {
+			a.finishLocked()
+		}
 	}
 	a.mu.Unlock()
 	safe(func() { a.behavior.Start(ref, mode) })
@@ -496,7 +525,7 @@ func (n *node) applicationStop(a *application, timeout time.Duration, force bool
 		a.exitMembers(gen.TerminateReasonShutdown)
 	}
 	a.mu.Lock()
-	if len(a.members) == 0 {
+	if a.idleLocked() {
 		a.finishLocked()
 	}
 	a.mu.Unlock()

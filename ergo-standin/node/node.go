@@ -24,23 +24,10 @@ const (
 // DefaultShutdownTimeout is used when NodeOptions.ShutdownTimeout is zero.
 const DefaultShutdownTimeout = 3 * time.Minute
 
-var lastCreation atomic.Int64
-
-// nextCreation returns unix seconds, bumped so that nodes started in one OS
-// process never share a creation.
-func nextCreation() int64 {
-	now := time.Now().Unix()
-	for {
-		last := lastCreation.Load()
-		c := now
-		if c <= last {
-			c = last + 1
-		}
-		if lastCreation.CompareAndSwap(last, c) {
-			return c
-		}
-	}
-}
+// nodeCreation is the creation of a node starting now: its start time in
+// unix seconds, as the framework takes it (node.Start). Two starts of one
+// node name within the same second share a creation.
+func nodeCreation() int64 { return time.Now().Unix() }
 
 type node struct {
 	name      gen.Atom
@@ -77,6 +64,8 @@ type node struct {
 	netOnce sync.Once
 	// netReady is closed once net is set; network callbacks wait for it
 	netReady chan struct{}
+
+	ctrlc ctrlc
 }
 
 func (n *node) stopNetwork() { n.netOnce.Do(n.net.Stop) }
@@ -94,7 +83,7 @@ func Start(name gen.Atom, options gen.NodeOptions, framework gen.Version) (gen.N
 	}
 	n := &node{
 		name:      name,
-		creation:  nextCreation(),
+		creation:  nodeCreation(),
 		options:   options,
 		version:   options.Version,
 		framework: framework,
@@ -137,6 +126,7 @@ func Start(name gen.Atom, options gen.NodeOptions, framework gen.Version) (gen.N
 			Network:  options.Network,
 			Log:      n.netLog,
 			Handler:  n,
+			Events:   n,
 		})
 		if err != nil {
 			n.net = disabledNetwork{}
@@ -160,6 +150,9 @@ func Start(name gen.Atom, options gen.NodeOptions, framework gen.Version) (gen.N
 		}
 	}
 	n.log.Trace("node started")
+	// framework (node.Start): SIGTERM and Interrupt stop the node gracefully
+	// unless the user calls SetCTRLC(false)
+	n.SetCTRLC(true)
 	return n, nil
 }
 
@@ -258,8 +251,11 @@ func (n *node) Loggers() []string { return n.logger.names() }
 func (n *node) Stop() { n.StopWithTimeout(n.options.ShutdownTimeout) }
 
 // StopWithTimeout sends a shutdown exit to every process (from its parent,
-// so an actor does not trap it: framework node.stop), waits for them up to
-// timeout, kills the rest and stops the network.
+// so an actor does not trap it: framework node.stop) and waits, up to
+// timeout, until every process has terminated (its ProcessTerminate
+// returned) and every application's Terminate has returned, as v3.3.0 does
+// before it takes the network and the loggers down; then it kills the
+// rest and stops the network.
 func (n *node) StopWithTimeout(timeout time.Duration) {
 	if !n.state.CompareAndSwap(nodeRunning, nodeStopping) {
 		n.WaitWithTimeout(timeout)
@@ -269,7 +265,7 @@ func (n *node) StopWithTimeout(timeout time.Duration) {
 	for _, p := range n.snapshot() {
 		n.deliverExit(p, p.parent, gen.MessageExitPID{PID: p.parent, Reason: gen.TerminateReasonShutdown})
 	}
-	n.waitUntil(func() bool { return n.processCount() == 0 }, deadline)
+	n.waitUntil(func() bool { return n.processCount() == 0 && n.goroutines.Load() == 0 }, deadline)
 	n.finish(deadline)
 }
 
@@ -291,6 +287,7 @@ func (n *node) StopForce() {
 // waiting (their callers are processes of this node) and waits for the
 // node's goroutines up to deadline.
 func (n *node) finish(deadline time.Time) {
+	n.ctrlc.disable()
 	for _, p := range n.snapshot() {
 		n.Kill(p.pid)
 	}

@@ -181,9 +181,17 @@ func (p *process) terminate(reason error) {
 	if u := errors.Unwrap(reason); u != nil {
 		unwrapped = u
 	}
-	p.node.unregisterProcess(p, unwrapped)
+	p.node.unregisterProcess(p, unwrapped, true)
 	p.callTerminate(reason)
+	p.terminated()
 	p.drain()
+}
+
+// terminated tells the application of p that its ProcessTerminate returned.
+func (p *process) terminated() {
+	if p.app != nil {
+		p.app.memberDone(p.pid)
+	}
 }
 
 // drain releases whatever is left in the mailbox.
@@ -334,7 +342,7 @@ func (n *node) spawn(s spawnSpec) (gen.PID, error) {
 	t.Stop()
 	if err != nil {
 		p.state.Store(int32(gen.ProcessStateTerminated))
-		n.unregisterProcess(p, err)
+		n.unregisterProcess(p, err, false)
 		return gen.PID{}, err
 	}
 
@@ -361,7 +369,9 @@ func (n *node) linkLocal(consumer, target gen.PID) {
 }
 
 // unregisterProcess removes p from the node and notifies its consumers.
-func (n *node) unregisterProcess(p *process, reason error) {
+// With terminating set, ProcessTerminate runs next (then terminated is
+// called): the application of p waits for it before its own Terminate.
+func (n *node) unregisterProcess(p *process, reason error, terminating bool) {
 	if !p.unregistered.CompareAndSwap(false, true) {
 		return
 	}
@@ -389,7 +399,7 @@ func (n *node) unregisterProcess(p *process, reason error) {
 	n.terminateEvents(p.pid, reason)
 	n.dropConsumer(p.pid)
 	if p.app != nil {
-		p.app.memberTerminated(p.pid, reason)
+		p.app.memberTerminated(p.pid, reason, terminating)
 	}
 	n.signal()
 }
@@ -416,7 +426,7 @@ func (n *node) Kill(pid gen.PID) error {
 		case gen.ProcessStateInit:
 			// ProcessInit still runs: spawn fails once it returns
 			if p.casState(old, gen.ProcessStateZombee) {
-				n.unregisterProcess(p, gen.TerminateReasonKill)
+				n.unregisterProcess(p, gen.TerminateReasonKill, false)
 				return nil
 			}
 		case gen.ProcessStateZombee:
@@ -424,11 +434,12 @@ func (n *node) Kill(pid gen.PID) error {
 			return nil
 		default: // sleeping
 			if p.casState(old, gen.ProcessStateTerminated) {
-				n.unregisterProcess(p, gen.TerminateReasonKill)
+				n.unregisterProcess(p, gen.TerminateReasonKill, true)
 				n.goStart()
 				go func() {
 					defer n.goDone()
 					p.callTerminate(gen.TerminateReasonKill)
+					p.terminated()
 					p.drain()
 				}()
 				return nil

@@ -17,7 +17,7 @@ var (
 	ProtoVersion = gen.Version{Name: "ENP/EDF (stand-in)", Release: "1.0", License: gen.LicenseMIT}
 	// nodeVersion is what a stack announces as the node version: Options
 	// does not carry the node's own Version.
-	nodeVersion = gen.Version{Name: "Ergo Framework", Release: "3.2.0-development", License: gen.LicenseMIT}
+	nodeVersion = gen.Version{Name: "Ergo Framework", Release: "3.3.0", License: gen.LicenseMIT}
 )
 
 // intro is what a peer told about itself in the handshake.
