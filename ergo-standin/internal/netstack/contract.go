@@ -98,4 +98,13 @@ type Options struct {
 	Network  gen.NetworkOptions
 	Log      gen.Log
 	Handler  Handler
+	// Events, when set, is the node that registers and publishes the
+	// event of the built-in registrar (Registrar().Event()).
+	Events EventProducer
+}
+
+// EventProducer registers and publishes node-level events (gen.Node does).
+type EventProducer interface {
+	RegisterEvent(name gen.Atom, options gen.EventOptions) (gen.Ref, error)
+	SendEvent(name gen.Atom, token gen.Ref, options gen.MessageOptions, message any) error
 }

@@ -91,10 +91,8 @@ func (r remoteNode) Disconnect() { r.c.closeBy("disconnect requested") }
 // builtinRegistrar is the gen.Registrar view of the built-in registrar.
 type builtinRegistrar struct{ s *Stack }
 
-func (b builtinRegistrar) Resolver() gen.Resolver     { return b }
-func (b builtinRegistrar) Nodes() ([]gen.Atom, error) { return nil, gen.ErrUnsupported }
-func (b builtinRegistrar) Event() (gen.Event, error)  { return gen.Event{}, gen.ErrUnsupported }
-func (b builtinRegistrar) Version() gen.Version       { return registrarVersion }
+func (b builtinRegistrar) Resolver() gen.Resolver { return b }
+func (b builtinRegistrar) Version() gen.Version   { return registrarVersion }
 func (b builtinRegistrar) Config(items ...string) (map[string]any, error) {
 	return nil, gen.ErrUnsupported
 }
@@ -105,6 +103,7 @@ func (b builtinRegistrar) Info() gen.RegistrarInfo {
 	return gen.RegistrarInfo{
 		Server:         "127.0.0.1:4499",
 		EmbeddedServer: b.s.registrar.IsServer(),
+		SupportEvent:   true,
 		Version:        registrarVersion,
 	}
 }

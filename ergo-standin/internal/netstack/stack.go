@@ -92,6 +92,7 @@ type Stack struct {
 	acceptors []*acceptor
 
 	registrar *registrar.Registrar // built-in registrar; nil with a custom one or when disabled
+	regEvent  registrarEvent       // the built-in registrar's event, once Event() registered it
 	stopOnce  sync.Once
 	wg        sync.WaitGroup // every goroutine the stack started
 }
@@ -182,6 +183,7 @@ func Start(opts Options) (*Stack, error) {
 			Port:     s.Port(),
 			Register: s.mode == gen.NetworkModeEnabled,
 			Logf:     s.log.warning,
+			Notify:   s.registrarNotify,
 		})
 	}
 	for _, a := range s.acceptors {

@@ -9,10 +9,17 @@
 // each one retries: the first to re-bind becomes the new server, the others
 // register with it.
 //
+// The server tells every registered node (the hosting node through
+// Config.Notify, the clients over their links) when another node registers
+// or its registration ends; Nodes lists the registered nodes (v3.3.0:
+// Registrar().Nodes() and Registrar().Event() of the embedded registrar).
+//
 // Protocol (text lines):
 //
 //	TCP  client -> server  "REG <name> <port>\n"   server -> client "OK\n" | "TAKEN\n"
+//	     server -> client  "JOIN <name>\n" | "LEFT <name>\n"   (after "OK", any time)
 //	UDP  query             "RES <name>"            reply "PORT <port>" | "NONE"
+//	     query             "NODES"                 reply "NODES <name> <name> ..."
 package registrar // import "ergo.services/ergo/internal/netstack/registrar"
 
 import (
@@ -21,6 +28,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +55,10 @@ type Config struct {
 	ServerPort uint16
 	// Logf reports problems (registration refused, server unreachable).
 	Logf func(format string, args ...any)
+	// Notify, when set, hears of the other nodes of this host registering
+	// (joined) and leaving. It is called from the registrar's goroutines,
+	// one call at a time, and must not block.
+	Notify func(name string, joined bool)
 }
 
 // Registrar is one node's view of the built-in registrar.
@@ -56,8 +68,9 @@ type Registrar struct {
 	wg   sync.WaitGroup
 
 	mu     sync.Mutex
-	server *server  // set while this registrar hosts the server
-	link   net.Conn // registration link while a client
+	server *server       // set while this registrar hosts the server
+	link   net.Conn      // registration link while a client
+	linkR  *bufio.Reader // reads the link (it may hold what followed "OK")
 }
 
 // Start joins the registrar. With Register set it returns once the node is
@@ -69,6 +82,9 @@ func Start(cfg Config) *Registrar {
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Notify == nil {
+		cfg.Notify = func(string, bool) {}
 	}
 	r := &Registrar{cfg: cfg, stop: make(chan struct{})}
 	if !cfg.Register {
@@ -145,6 +161,7 @@ func (r *Registrar) loop(ready chan struct{}) {
 	for !r.stopped() {
 		if srv := listen(r.cfg.ServerPort); srv != nil {
 			srv.entries[r.cfg.Name] = &entry{port: r.cfg.Port}
+			srv.owner, srv.notify = r.cfg.Name, r.cfg.Notify
 			// A previous server may have just died (in this process or
 			// another); its clients need a moment to re-register here.
 			srv.graceUntil = time.Now().Add(graceperiod)
@@ -205,7 +222,8 @@ func (r *Registrar) register() (string, error) {
 		c.Close()
 		return "", err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
 	if err != nil {
 		c.Close()
 		return "", err
@@ -222,25 +240,104 @@ func (r *Registrar) register() (string, error) {
 		c.Close()
 		return "", net.ErrClosed
 	}
-	r.link = c
+	r.link, r.linkR = c, br
 	return status, nil
 }
 
-// waitLink blocks until the registration link ends.
+// waitLink blocks until the registration link ends, passing on what the
+// server tells of the other nodes.
 func (r *Registrar) waitLink() {
 	r.mu.Lock()
-	c := r.link
+	c, br := r.link, r.linkR
 	r.mu.Unlock()
-	buf := make([]byte, 64)
 	for {
-		if _, err := c.Read(buf); err != nil {
+		line, err := br.ReadString('\n')
+		if err != nil {
 			break
+		}
+		if f := strings.Fields(line); len(f) == 2 && f[1] != r.cfg.Name {
+			switch f[0] {
+			case "JOIN":
+				r.cfg.Notify(f[1], true)
+			case "LEFT":
+				r.cfg.Notify(f[1], false)
+			}
 		}
 	}
 	c.Close()
 	r.mu.Lock()
-	r.link = nil
+	r.link, r.linkR = nil, nil
 	r.mu.Unlock()
+}
+
+// Nodes lists the nodes registered with the registrar of this host and
+// with the registrars of hosts (other nodes' hosts, "" for none), this
+// node excluded, sorted. A host whose registrar does not answer adds
+// nothing.
+func (r *Registrar) Nodes(hosts []string) []string {
+	self := r.cfg.Name
+	seen := map[string]bool{self: true}
+	asked := map[string]bool{}
+	var out []string
+	collect := func(names []string) {
+		for _, name := range names {
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, name)
+			}
+		}
+	}
+	for _, host := range append([]string{hostOf(self)}, hosts...) {
+		if isLocal(host) || host == hostOf(self) {
+			host = "" // this host
+		}
+		if asked[host] {
+			continue
+		}
+		asked[host] = true
+		r.mu.Lock()
+		srv := r.server
+		r.mu.Unlock()
+		if host == "" && srv != nil {
+			collect(srv.names())
+			continue
+		}
+		collect(queryNodes(host, r.cfg.ServerPort))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// queryNodes asks the registrar on host ("" for this one) for the names it
+// has registered; nil when it does not answer.
+func queryNodes(host string, port uint16) []string {
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	c, err := net.Dial("udp4", net.JoinHostPort(host, strconv.Itoa(int(port))))
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	// retried for a short while: a lost datagram, or a server that has not
+	// bound its UDP port yet (just started, or re-elected)
+	deadline := time.Now().Add(2 * time.Second)
+	buf := make([]byte, 65000)
+	for {
+		c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+		if _, err := c.Write([]byte("NODES")); err == nil {
+			if n, err := c.Read(buf); err == nil {
+				if f := strings.Fields(string(buf[:n])); len(f) > 0 && f[0] == "NODES" {
+					return f[1:]
+				}
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Resolve returns the acceptor port registered for name ("node@host").

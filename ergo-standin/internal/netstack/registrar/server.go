@@ -12,6 +12,8 @@ import (
 type entry struct {
 	port uint16
 	conn net.Conn // registration link; nil for the hosting node itself
+	// told: the client has its "OK" and hears of the others from now on
+	told bool
 }
 
 // server is the registrar server hosted by one node.
@@ -29,6 +31,18 @@ type server struct {
 	// while the clients of a previous server re-register.
 	graceUntil time.Time
 	wg         sync.WaitGroup
+
+	owner  string                         // the hosting node
+	notify func(name string, joined bool) // the hosting node's Config.Notify
+	// notes carries, in order, what every registered node is told of the
+	// others; one goroutine (tell) writes it out
+	notes []note
+	noted chan struct{}
+}
+
+type note struct {
+	name   string
+	joined bool
 }
 
 // listen binds the TCP registration port; nil when it is taken.
@@ -38,7 +52,7 @@ func listen(port uint16) *server {
 		return nil
 	}
 	return &server{ln: ln, port: port, entries: map[string]*entry{}, conns: map[net.Conn]struct{}{},
-		changed: make(chan struct{})}
+		changed: make(chan struct{}), noted: make(chan struct{}, 1), notify: func(string, bool) {}}
 }
 
 // lookup finds a registration; during the grace period after the start it
@@ -66,9 +80,10 @@ func (s *server) lookup(name string) (uint16, bool) {
 
 // run serves until stop is closed, then closes everything it opened.
 func (s *server) run(stop chan struct{}, logf func(string, ...any)) {
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.acceptLoop()
 	go s.udpLoop(stop, logf)
+	go s.tell(stop)
 	<-stop
 	s.close()
 	s.wg.Wait()
@@ -122,6 +137,7 @@ func (s *server) serveClient(c net.Conn) {
 		delete(s.conns, c)
 		if e := s.entries[name]; e != nil && e.conn == c {
 			delete(s.entries, name)
+			s.noteLocked(name, false)
 		}
 		s.mu.Unlock()
 	}()
@@ -156,6 +172,12 @@ func (s *server) serveClient(c net.Conn) {
 	if _, err := c.Write([]byte("OK\n")); err != nil {
 		return
 	}
+	s.mu.Lock()
+	if e := s.entries[name]; e != nil && e.conn == c {
+		e.told = true
+		s.noteLocked(name, true)
+	}
+	s.mu.Unlock()
 	c.SetReadDeadline(time.Time{})
 	buf := make([]byte, 64)
 	for {
@@ -226,6 +248,10 @@ func (s *server) udpLoop(stop chan struct{}, logf func(string, ...any)) {
 			continue
 		}
 		f := strings.Fields(string(buf[:n]))
+		if len(f) == 1 && f[0] == "NODES" {
+			pc.WriteTo([]byte(strings.Join(append([]string{"NODES"}, s.names()...), " ")), addr)
+			continue
+		}
 		if len(f) != 2 || f[0] != "RES" {
 			continue
 		}
@@ -252,4 +278,72 @@ func (s *server) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
+}
+
+// names lists the registered nodes.
+func (s *server) names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.entries))
+	for name := range s.entries {
+		out = append(out, name)
+	}
+	return out
+}
+
+// noteLocked queues a registration or its end for the other nodes; the
+// caller holds s.mu.
+func (s *server) noteLocked(name string, joined bool) {
+	if s.closed {
+		return
+	}
+	s.notes = append(s.notes, note{name, joined})
+	select {
+	case s.noted <- struct{}{}:
+	default:
+	}
+}
+
+// tell writes out the queued notes, in order: to the hosting node through
+// notify and to every other client that has its "OK". A client that does
+// not take a line within a second loses its link (and so its
+// registration).
+func (s *server) tell(stop chan struct{}) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-s.noted:
+		}
+		for {
+			s.mu.Lock()
+			if len(s.notes) == 0 || s.closed {
+				s.mu.Unlock()
+				break
+			}
+			n := s.notes[0]
+			s.notes = s.notes[1:]
+			var links []net.Conn
+			for name, e := range s.entries {
+				if e.conn != nil && e.told && name != n.name {
+					links = append(links, e.conn)
+				}
+			}
+			s.mu.Unlock()
+			if n.name != s.owner {
+				s.notify(n.name, n.joined)
+			}
+			line := []byte("LEFT " + n.name + "\n")
+			if n.joined {
+				line = []byte("JOIN " + n.name + "\n")
+			}
+			for _, c := range links {
+				c.SetWriteDeadline(time.Now().Add(time.Second))
+				if _, err := c.Write(line); err != nil {
+					c.Close()
+				}
+			}
+		}
+	}
 }
