@@ -180,7 +180,7 @@ func TestFastFailoverDoesNotWaitForATurn(t *testing.T) {
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
 	gate := &fullGate{}
 	h.e.turns = gate
-	h.e.leaderLost(pid("b"), h.e.now)
+	h.e.leaderLost(pid("b"), h.e.now, false)
 	h.now = h.now.Add(h.e.fastFailoverDelay(false) * 3)
 	out := h.fire(timerFast)
 	assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "a fast failover campaigns at once")

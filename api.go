@@ -8,10 +8,14 @@ import (
 )
 
 // IsLeader reports whether this node holds leadership now: it won the
-// election and its lease has not run out. It turns false the instant the
-// lease expires, even before the actor has stood down, so guard every
-// leader-only action with it; a step that takes long should check
-// LeaseExpiry before it starts and again before it commits.
+// election and a quorum acknowledged one of its liveness rounds recently
+// enough (LeaseExpiry). It turns false the instant that lease runs out,
+// even before the actor has stood down, so guard every leader-only action
+// with it; a step that takes long should check LeaseExpiry before it
+// starts and again before it commits. A hiccup longer than the acting
+// lease (a GC pause or a stalled network of about 10 ms at the defaults)
+// makes it false for a moment while the node keeps its role: leader-only
+// work skips a tick, which costs availability, never safety.
 func (a *Actor) IsLeader() bool {
 	if a.state == nil {
 		return false
@@ -29,19 +33,22 @@ func (a *Actor) stillConnected(m *member) bool {
 
 // LeaseExpiry returns the instant until which this node's leadership is
 // exclusive, on the clock of time.Now (monotonic): no other node of the view
-// can lead before it, under the documented assumptions (clock rates within
-// 2.5% of real time; both ends of a lost connection notice it within
-// ElectionTimeoutMin/30). The leader renews it with every heartbeat round
-// a quorum acknowledges; it is the zero time when this node does not lead.
-// A long step can compare time.Until(a.LeaseExpiry()) with its own
-// duration before it starts. A connection loss that leaves this node
-// without a quorum ends the lease early, when the actor processes it.
+// can lead before it, assuming only clock rates within 2.5% of real time
+// (docs/safety.md). It is the end of the acting lease: F (ElectionTimeoutMin/10,
+// 15 ms at the defaults) less a drift margin after the send time of the
+// newest round a quorum acknowledged, renewed by liveness rounds every
+// ElectionTimeoutMin/30; the zero time when this node does not lead. A long
+// step compares time.Until(a.LeaseExpiry()) with its own duration before it
+// starts, and fences what it commits (HandleConfirmLeader, examples/fencing).
 func (a *Actor) LeaseExpiry() time.Time {
 	if a.IsLeader() == false {
 		return time.Time{}
 	}
 	if a.state.quorum() <= 1 || a.state.switches.noResponseQuorum {
-		return a.clock().Add(a.state.leaseDuration())
+		return a.clock().Add(actingLease(a.state.cfg))
+	}
+	if a.state.cfg.assumeSymmetricLoss == false {
+		return a.state.leaseUntil
 	}
 	return a.state.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && a.stillConnected(m) }, a.state.grewAt)
 }

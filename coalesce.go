@@ -64,15 +64,18 @@ type slot struct {
 	follow     gen.PID // acknowledge this leader's rounds for the actor; zero: do not; its node name interned (atoms.go)
 	followTerm uint64
 	beatAt     time.Time // recorded by the hub: when it last acknowledged follow's round for the actor
+	freshEnd   time.Time // recorded by the hub: the latest end of an acknowledged round's F
 
 	// written once at join
-	cluster  string
-	actor    gen.PID
-	interval time.Duration // the actor's HeartbeatInterval
-	key      uint64        // the hub's number for it (routes.go); only the hub reads and writes it
+	cluster     string
+	actor       gen.PID
+	interval    time.Duration // the actor's liveness interval (timing.go)
+	peerSilence time.Duration // the actor's hubPeerSilence (timing.go)
+	key         uint64        // the hub's number for it (routes.go); only the hub reads and writes it
 
 	lead     bool // granted by the actor: open rounds for the actor
 	leadTerm uint64
+	fresh    time.Duration // granted by the actor: the F of the rounds the hub opens (election.roundFresh)
 	// leading is lead as the actor last shared it, which the start of a
 	// step does not withdraw; inStep is true from the start of a step to
 	// its end. Together they tell the hub that a leader is only busy
@@ -179,11 +182,12 @@ func (s *slot) relink() {
 // sharedView is what the election state reads from its slot at the start
 // of a step.
 type sharedView struct {
-	beatAt  time.Time
-	rounds  []roundStamp
-	acks    map[gen.Atom]uint64 // nil when unchanged
-	ackAt   map[gen.Atom]time.Time
-	carried map[gen.Atom]bool // nil when unchanged
+	beatAt   time.Time
+	freshEnd time.Time
+	rounds   []roundStamp
+	acks     map[gen.Atom]uint64 // nil when unchanged
+	ackAt    map[gen.Atom]time.Time
+	carried  map[gen.Atom]bool // nil when unchanged
 
 	acksVersion, carriedVersion uint64
 }
@@ -201,7 +205,7 @@ func (s *slot) settle(withdraw bool, acksSeen, carriedSeen uint64) sharedView {
 			s.parked[i].active = false
 		}
 	}
-	v := sharedView{beatAt: s.beatAt, rounds: s.rounds, acksVersion: s.acksVersion, carriedVersion: s.carriedVersion}
+	v := sharedView{beatAt: s.beatAt, freshEnd: s.freshEnd, rounds: s.rounds, acksVersion: s.acksVersion, carriedVersion: s.carriedVersion}
 	s.rounds = nil
 	if s.acksVersion != acksSeen {
 		v.acks = make(map[gen.Atom]uint64, len(s.links))
@@ -229,6 +233,7 @@ type grant struct {
 	followTerm uint64
 	lead       bool
 	leadTerm   uint64
+	fresh      time.Duration
 	followers  map[gen.Atom]gen.PID
 	round      uint64
 }
@@ -237,7 +242,11 @@ type grant struct {
 func (s *slot) share(g grant) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if internPID(g.follow) != s.follow {
+		s.freshEnd = time.Time{}
+	}
 	s.follow, s.followTerm = internPID(g.follow), g.followTerm
+	s.fresh = g.fresh
 	if g.leadTerm != s.leadTerm {
 		// a new term: rounds and acks of the old one mean nothing now
 		s.rounds, s.stamps = nil, nil
@@ -281,9 +290,8 @@ func (e *election) importShared(withdraw bool) {
 			}
 			e.lastHeartbeatIn = v.beatAt
 			// the promise of an acknowledgement, from when the hub sent it
-			if until := v.beatAt.Add(e.cfg.electionTimeoutMin); e.promisedAck == false || e.promisedTo != leader || until.After(e.promisedUntil) {
-				e.promisedTo, e.promisedAck, e.promisedUntil = leader, true, until
-			}
+			e.promiseAt(leader, true, v.beatAt)
+			e.extendFresh(leader, v.freshEnd)
 			if deadline := v.beatAt.Add(e.randomTimeout()); deadline.After(e.electionDeadline) {
 				e.electionDeadline = deadline // the armed timer finds it and re-arms
 			}
@@ -306,6 +314,7 @@ func (e *election) importShared(withdraw bool) {
 				continue
 			}
 			at := v.ackAt[node]
+			e.roundTrip(m, n, at)
 			m.ackRound = n
 			if at.After(m.lastAck) {
 				m.lastAck = at
@@ -334,7 +343,7 @@ func (e *election) shareState() {
 		g.follow, g.followTerm = e.leader, e.term
 	}
 	if e.role == roleLeader && e.unpublished == false && e.switches.noResponseQuorum == false {
-		g.lead, g.leadTerm, g.round = true, e.term, e.round
+		g.lead, g.leadTerm, g.round, g.fresh = true, e.term, e.round, e.roundFresh()
 		g.followers = e.followersToShare()
 	}
 	e.grantedFollow, e.grantedLead = g.follow, g.leadTerm

@@ -87,7 +87,7 @@ func TestAGrantAfterTheRoundClosedDoesNotRenewTheLease(t *testing.T) {
 // connection left is a failover as before.
 func TestTheEndOfAReplacedConnectionIsNoLossOfTheLeader(t *testing.T) {
 	lose := func(reconnected bool) (*stateHarness, effects) {
-		h := newStateHarness(t, Options{}, "b", "c")
+		h := newStateHarness(t, Options{AssumeSymmetricConnectionLoss: true}, "b", "c")
 		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
 		require.True(t, h.e.promisedUntil.After(h.now), "the ack promised the leader")
 		h.advance(time.Millisecond)

@@ -175,8 +175,10 @@ type election struct {
 	sharedFollowers map[gen.Atom]gen.PID
 	carriedSeen     uint64
 	grantedLead     uint64
-	floorTerms      map[gen.Atom]uint64 // terms heard since start, until the floor is known (lease.go)
+	floorTerms      map[gen.Atom]uint64 // the newest term heard from each member (lease.go)
 	floorKnown      bool
+	floorView       int    // the largest view this actor has known or been told of
+	floorNeed       int    // members heard when the floor settled
 	restarted       bool   // a peer knew an earlier process of this actor
 	floorTerm       uint64 // no grant for a term at or below this one
 
@@ -219,14 +221,18 @@ type election struct {
 	timers                [numTimers]timerState
 
 	// the lease (lease.go)
-	promisedTo    gen.PID      // voter: the leader or candidate it promised its support
-	promisedUntil time.Time    // voter: no grants to anyone else before this
-	promisedAck   bool         // the promise is for an acknowledged round, not a vote
-	round         uint64       // leader: current heartbeat round of the term (1 = the vote requests)
-	roundSent     []roundStamp // leader: send times of the recent rounds
-	leaseUntil    time.Time    // leader: leadership is exclusive until this instant
-	holdUntil     time.Time    // leader: stand down at this instant unless renewed
-	grewAt        time.Time    // the view last grew: older rounds make no lease (viewGrew)
+	promisedTo    gen.PID   // voter: the leader or candidate it promised its support
+	promisedUntil time.Time // voter: no grants to anyone else before this
+	promisedAt    time.Time // voter: its last acknowledgement or grant to promisedTo
+	// voter: after a sign of loss the promise lasts at least until this
+	// (extendFresh)
+	promisedFreshEnd time.Time
+	promisedAck      bool         // the promise is for an acknowledged round, not a vote
+	round            uint64       // leader: current heartbeat round of the term (1 = the vote requests)
+	roundSent        []roundStamp // leader: send times of the recent rounds
+	leaseUntil       time.Time    // leader: leadership is exclusive until this instant
+	holdUntil        time.Time    // leader: stand down at this instant unless renewed
+	grewAt           time.Time    // the view last grew: older rounds make no lease (viewGrew)
 
 	denials       int
 	confirmDenied uint64
@@ -301,6 +307,7 @@ func (e *election) viewGrew() {
 // MinClusterSize there is no leader and no campaign, including for a leader
 // whose view just shrank.
 func (e *election) viewChanged() {
+	e.noteViewSize(e.viewSize())
 	if e.belowFloor() {
 		if e.role == roleUnclustered {
 			return
@@ -375,6 +382,7 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	}
 
 	m := e.heard(from, nameOf(message))
+	e.toldViewSize(viewSizeOf(message))
 	if _, request := message.(msgVote); request && h.term > 0 {
 		// a candidate's term is the one it asks for, not one it held
 		e.learnFloor(m.node, h.term-1)
@@ -389,10 +397,11 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	}
 	switch msg := message.(type) {
 	case msgHello:
-		e.reply(m, msgHelloReply{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, Restarted: m.predecessor})
+		e.reply(m, msgHelloReply{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, Restarted: m.predecessor, ViewSize: e.viewSize()})
 	case msgHelloReply:
-		if msg.Restarted {
+		if msg.Restarted && e.restarted == false {
 			e.restarted = true
+			e.recheckFloor()
 		}
 		e.staleReply(h)
 	case msgPreVote:
@@ -458,6 +467,21 @@ func (e *election) staleReply(h header) bool {
 		return true
 	}
 	return false
+}
+
+// viewSizeOf is the view size a message tells, 0 for none.
+func viewSizeOf(message any) int {
+	switch m := message.(type) {
+	case msgHello:
+		return m.ViewSize
+	case msgHelloReply:
+		return m.ViewSize
+	case msgPreVote:
+		return m.ViewSize
+	case msgVote:
+		return m.ViewSize
+	}
+	return 0
 }
 
 func nameOf(message any) gen.Atom {
@@ -595,7 +619,7 @@ func (e *election) introduceTo(leader gen.PID) {
 	if m, ok := e.members[leader.Node]; ok && m.pid == leader {
 		return
 	}
-	e.out.sends = append(e.out.sends, outbound{node: leader.Node, to: leader, message: msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName}})
+	e.out.sends = append(e.out.sends, outbound{node: leader.Node, to: leader, message: msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize()}})
 }
 
 func (e *election) handleVote(m *member, req msgVote) {
@@ -682,7 +706,9 @@ func (e *election) handleHeartbeat(m *member, hb msgHeartbeat) {
 		// Below the floor this node may not have a leader, but it is
 		// reachable; the ack counts toward the leader's lease, so it comes
 		// with the same promise as a follower's.
-		e.reply(m, e.acknowledge(m.pid, ack))
+		ack = e.acknowledge(m.pid, ack)
+		e.freshAck(m.pid, ack, hb)
+		e.reply(m, ack)
 		return
 	case roleCandidate:
 		e.becomeFollower()
@@ -701,6 +727,7 @@ func (e *election) handleHeartbeat(m *member, hb msgHeartbeat) {
 	}
 	e.lastHeartbeatIn = e.now
 	ack = e.acknowledge(m.pid, ack)
+	e.freshAck(m.pid, ack, hb)
 	e.preVoting = false
 	e.cancelTimer(timerFast)
 	e.resetElectionDeadline()

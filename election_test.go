@@ -122,15 +122,21 @@ func TestPreVoteLease(t *testing.T) {
 	assert.True(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "no heartbeat within ElectionTimeoutMin")
 }
 
-func TestPreVoteGrantedRightAfterTheLeadersDown(t *testing.T) {
+func TestPreVoteGrantedOnceThePromiseAfterTheLeadersLossEnds(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "0")
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+	ackedAt := h.now
 	h.e.takeEffects()
+	h.advance(time.Millisecond)
 	require.True(t, h.e.down(h.now, pid("b"), gen.ErrNoConnection))
 	h.e.takeEffects()
 	assert.True(t, h.e.timers[timerFast].armed, "a lost leader arms the fast pre-vote")
+	assert.Equal(t, ackedAt.Add(freshness(h.e.cfg)), h.e.promisedUntil, "the promise ends F after the last acknowledgement")
 	out := h.recv("0", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
-	assert.True(t, sentTo[msgPreVoteReply](out, "0")[0].Granted, "this voter saw the same down")
+	assert.False(t, sentTo[msgPreVoteReply](out, "0")[0].Granted, "a lost connection is no proof: the promise holds for F")
+	h.now = ackedAt.Add(freshness(h.e.cfg))
+	out = h.recv("0", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+	assert.True(t, sentTo[msgPreVoteReply](out, "0")[0].Granted, "F after the last acknowledgement it may help elect a successor")
 }
 
 // Two survivors of a leader's down must not both pre-vote and then split
@@ -140,6 +146,7 @@ func TestPreVoteGrantedRightAfterTheLeadersDown(t *testing.T) {
 func TestFastFailoverDefersToTheSurvivorRankedFirst(t *testing.T) {
 	lose := func(h *stateHarness) {
 		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		h.advance(freshness(h.e.cfg)) // the promise after the loss has run out
 		require.True(t, h.e.down(h.now, pid("b"), gen.ErrNoConnection))
 		h.e.takeEffects()
 		require.True(t, h.e.timers[timerFast].armed)
@@ -189,6 +196,7 @@ func TestFastFailoverDefersToTheSurvivorRankedFirst(t *testing.T) {
 	t.Run("an ordinary pre-vote is granted to anyone", func(t *testing.T) {
 		h := newStateHarness(t, Options{}, "b", "c")
 		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		h.advance(freshness(h.e.cfg))     // the promise after the loss has run out
 		h.advance(400 * time.Millisecond) // no down: the leader fell silent
 		h.fire(timerElection)
 		require.True(t, h.e.preVoting)
@@ -200,7 +208,7 @@ func TestFastFailoverDefersToTheSurvivorRankedFirst(t *testing.T) {
 func TestFastFailoverIsStaggeredByRank(t *testing.T) {
 	delays := map[string]time.Duration{}
 	for _, self := range []string{"a", "c", "e"} {
-		options := Options{ClusterID: "c"}
+		options := Options{ClusterID: "c", AssumeSymmetricConnectionLoss: true}
 		cfg, _, _ := options.resolve()
 		e := newElection(cfg, pid(self), "leader", newStateHarness(t, Options{}).e.rng, nil)
 		e.start(t0)
@@ -225,7 +233,7 @@ func TestFastFailoverIsStaggeredByRank(t *testing.T) {
 func TestFastFailoverCountsTheStepFromTheReportedDown(t *testing.T) {
 	step := 150 * time.Millisecond / 30
 	lose := func(reportedAgo time.Duration) (*stateHarness, effects) {
-		h := newStateHarness(t, Options{}, "b", "c")
+		h := newStateHarness(t, Options{AssumeSymmetricConnectionLoss: true}, "b", "c")
 		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
 		require.True(t, h.e.downAt(h.now, h.now.Add(-reportedAgo), pid("b"), gen.ErrNoConnection))
 		return h, h.e.takeEffects()
@@ -263,6 +271,7 @@ func TestFastPreVoteAsksARefusingVoterAgain(t *testing.T) {
 	start := func() *stateHarness {
 		h := newStateHarness(t, Options{}, "b", "c")
 		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		h.advance(freshness(h.e.cfg) + step) // the promise after the loss and the stagger have run out
 		require.True(t, h.e.downAt(h.now, h.now.Add(-time.Second), pid("b"), gen.ErrNoConnection))
 		out := h.e.takeEffects()
 		require.Len(t, sentTo[msgPreVote](out, "c"), 1)
@@ -312,7 +321,7 @@ func TestFastPreVoteAsksARefusingVoterAgain(t *testing.T) {
 // first wait longer: the first one's wait is the safety margin of A2 and
 // its pre-vote is the one the wave needs.
 func TestFastFailoverInAWaveDelaysOnlyTheLaterRanks(t *testing.T) {
-	options := Options{ClusterID: "c"}
+	options := Options{ClusterID: "c", AssumeSymmetricConnectionLoss: true}
 	cfg, _, _ := options.resolve()
 	step := cfg.electionTimeoutMin / 30
 	for _, tc := range []struct {

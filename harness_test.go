@@ -95,6 +95,9 @@ func (h *stateHarness) fire(kind timerKind) effects {
 	if h.e.timers[kind].armed == false {
 		h.t.Fatalf("timer %d is not armed", kind)
 	}
+	if due := h.e.timers[kind].due; due.After(h.now) {
+		h.now = due // a timer does not fire before it is due
+	}
 	h.e.timer(h.now, kind, h.e.timers[kind].generation)
 	return h.e.takeEffects()
 }

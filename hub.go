@@ -30,15 +30,18 @@ import (
 // The other node's hub. A hub sends its beats for a node to that node's hub
 // by name (a restarted node's hub is a new process). A node's rounds count as
 // carried (leaders stop sending their own heartbeats there) while its hub
-// has answered within hubPeerTTL; when it stops, leaders are woken to send
+// has answered within peerTTL; when it stops, leaders are woken to send
 // per election again.
 
 // hubName is the registered name of a node's liveness hub.
 const hubName gen.Atom = "leader_liveness"
 
-// hubPeerTTL is how many intervals another node's hub may stay silent
-// before its node is no longer carried.
-const hubPeerTTL = 3
+// peerTTL is how long another node's hub may stay silent before its node
+// is no longer carried: the longest hubPeerSilence of the joined actors.
+func (h *hub) peerTTL() time.Duration {
+	h.interval()
+	return h.longestSilence
+}
 
 // maxBeatsPerMessage bounds what the hub accepts in one message: a peer
 // cannot make it loop for long on garbage.
@@ -94,9 +97,10 @@ type hub struct {
 	pending      []*slot // leaders a tick found in the middle of a step
 	retickGen    uint64
 	// the shortest interval of the slots, recomputed after a join or leave
-	shortest      time.Duration
-	intervalKnown bool
-	reticks       int // since the last tick
+	shortest       time.Duration
+	longestSilence time.Duration // the longest peerSilence of the slots
+	intervalKnown  bool
+	reticks        int // since the last tick
 	// batchSize is the size of the last tick's msgBeats to each node: the
 	// next one's buffer starts that large
 	batchSize map[gen.Atom]int
@@ -222,11 +226,12 @@ func (h *hub) leave(actor gen.PID) {
 	}
 }
 
-// interval is the shortest HeartbeatInterval of the joined actors.
+// interval is the shortest liveness interval of the joined actors.
 func (h *hub) interval() time.Duration {
 	if h.intervalKnown == false {
-		h.shortest = 0
+		h.shortest, h.longestSilence = 0, 0
 		for _, s := range h.slots {
+			h.longestSilence = max(h.longestSilence, s.peerSilence)
 			if h.shortest == 0 || s.interval < h.shortest {
 				h.shortest = s.interval
 			}
@@ -293,7 +298,7 @@ func (h *hub) retick() {
 // for a retick.
 func (h *hub) openRounds(slots []*slot, ticking bool) {
 	now := h.clock()
-	ttl := hubPeerTTL * h.interval()
+	ttl := h.peerTTL()
 	batches := make(tickBatches, 0, len(h.batchSize))
 	var wake []gen.PID
 	var due []parkedWake
@@ -366,7 +371,7 @@ func retickPause(interval time.Duration, n int) time.Duration {
 // woken to send there itself).
 func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches *tickBatches) bool {
 	s.round++
-	stamp := roundStamp{round: s.round, at: now}
+	stamp := roundStamp{round: s.round, at: now, fresh: s.fresh}
 	s.rounds = appendRecent(s.rounds, stamp)
 	s.stamps = appendRecent(s.stamps, stamp)
 	lost, changed := false, false
@@ -376,7 +381,7 @@ func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches *tick
 		// the ClusterID goes along until that node's hub has shown it
 		// knows the key (routes.go)
 		named := l.namedBy == b.peer && b.peer != (gen.PID{})
-		b.beats = appendBeat(b.beats, s.key, s.cluster, named == false, s.leadTerm, s.actor.ID, s.round)
+		b.beats = appendBeat(b.beats, s.key, s.cluster, named == false, s.leadTerm, s.actor.ID, s.round, uint64(s.fresh/time.Microsecond))
 		carried := b.peerAlive && now.Sub(l.unserved) >= ttl
 		if l.decided && l.carried && carried == false {
 			lost = true
@@ -396,7 +401,7 @@ func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches *tick
 type nodeBatch struct {
 	node      gen.Atom
 	peer      gen.PID // the node's hub, as last heard
-	peerAlive bool    // the node's hub answered within hubPeerTTL
+	peerAlive bool    // the node's hub answered within peerTTL
 	beats     []byte
 }
 
@@ -472,6 +477,11 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 			answered := s.follow == leader && s.followTerm == b.term
 			if answered {
 				s.beatAt = now
+				// the round's F, which the follower's promise keeps after
+				// a sign of loss (election.extendFresh); the actor bounds it
+				if end := now.Add(time.Duration(min(b.fresh, maxWireFresh)) * time.Microsecond); end.After(s.freshEnd) {
+					s.freshEnd = end
+				}
 			}
 			s.mu.Unlock()
 			if answered {
@@ -575,7 +585,7 @@ func (h *hub) inspect() map[string]string {
 	now := h.clock()
 	var peers []string
 	for node, p := range h.peers {
-		if now.Sub(p.heardAt) < hubPeerTTL*h.interval() {
+		if now.Sub(p.heardAt) < h.peerTTL() {
 			peers = append(peers, string(node))
 		}
 	}

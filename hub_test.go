@@ -300,7 +300,7 @@ func TestRoundsTheHubOpenedRenewTheLease(t *testing.T) {
 	h.e.now = h.now
 	h.e.importShared(false)
 	assert.Equal(t, next, h.e.round)
-	assert.Equal(t, sent.Add(h.e.leaseDuration()), h.e.leaseUntil, "the lease runs from the hub's round")
+	assert.Equal(t, sent.Add(actingLease(h.e.cfg)), h.e.leaseUntil, "the lease runs from the hub's round")
 }
 
 // assertAcks checks that message is a msgBeatAcks holding exactly acks, in

@@ -20,7 +20,7 @@ import "encoding/binary"
 // A record is a sequence of unsigned varints (encoding/binary); a ClusterID
 // is its length followed by its bytes:
 //
-//	beat: key<<1 | 1 if a ClusterID follows, [ClusterID], Term, LeaderID, Round
+//	beat: key<<1 | 1 if a ClusterID follows, [ClusterID], Term, LeaderID, Round, Fresh (µs)
 //	ack:  key, Term, Round, FollowerID
 //	msgBeatAcks.Unserved and .Unknown: keys
 //
@@ -35,6 +35,10 @@ import "encoding/binary"
 // limit a ClusterID's length; one this long is no user's.
 const maxWireClusterID = 1 << 16
 
+// maxWireFresh bounds a round's F read off the wire, in microseconds: an
+// hour. The follower's actor bounds it by its own promise (extendFresh).
+const maxWireFresh = 3600 * 1000 * 1000
+
 // maxWireKey bounds a key read off the wire: a hub numbers its elections
 // from 1, one per actor that ever joined it.
 const maxWireKey = 1 << 40
@@ -45,6 +49,7 @@ type wireBeat struct {
 	key                   uint64
 	cluster               []byte
 	term, leaderID, round uint64
+	fresh                 uint64 // the round's F in microseconds (election.roundFresh)
 }
 
 // wireAck is one follower's acknowledgement in msgBeatAcks.
@@ -55,7 +60,7 @@ type wireAck struct {
 
 // appendBeat packs one election's round for msgBeats, with its ClusterID
 // if named.
-func appendBeat(buf []byte, key uint64, cluster string, named bool, term, leaderID, round uint64) []byte {
+func appendBeat(buf []byte, key uint64, cluster string, named bool, term, leaderID, round, fresh uint64) []byte {
 	if named {
 		buf = binary.AppendUvarint(buf, key<<1|1)
 		buf = binary.AppendUvarint(buf, uint64(len(cluster)))
@@ -65,7 +70,8 @@ func appendBeat(buf []byte, key uint64, cluster string, named bool, term, leader
 	}
 	buf = binary.AppendUvarint(buf, term)
 	buf = binary.AppendUvarint(buf, leaderID)
-	return binary.AppendUvarint(buf, round)
+	buf = binary.AppendUvarint(buf, round)
+	return binary.AppendUvarint(buf, fresh)
 }
 
 // appendAck packs one follower's acknowledgement for msgBeatAcks.
@@ -137,6 +143,7 @@ func (r *wireReader) beat() (b wireBeat, ok bool) {
 	b.term = r.uvarint()
 	b.leaderID = r.uvarint()
 	b.round = r.uvarint()
+	b.fresh = r.uvarint()
 	return b, r.malformed == false
 }
 
@@ -178,7 +185,7 @@ func appendKeys(buf []byte, keys ...uint64) []byte {
 func packBeats(beats ...wireBeat) msgBeats {
 	var buf []byte
 	for _, b := range beats {
-		buf = appendBeat(buf, b.key, string(b.cluster), b.cluster != nil, b.term, b.leaderID, b.round)
+		buf = appendBeat(buf, b.key, string(b.cluster), b.cluster != nil, b.term, b.leaderID, b.round, b.fresh)
 	}
 	return msgBeats{Beats: buf}
 }

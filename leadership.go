@@ -139,10 +139,10 @@ func (e *election) sendHeartbeats() {
 			e.probe(m)
 		}
 	}
-	next := e.cfg.heartbeatInterval
+	next := livenessInterval(e.cfg)
 	if len(direct) > 0 || e.shared == nil {
 		e.openRound(e.round + 1)
-		hb := msgHeartbeat{ClusterID: e.cfg.clusterID, Term: e.term, Leader: e.self, Round: e.round}
+		hb := msgHeartbeat{ClusterID: e.cfg.clusterID, Term: e.term, Leader: e.self, Round: e.round, Fresh: int64(e.roundSent[len(e.roundSent)-1].fresh)}
 		for _, m := range direct {
 			e.send(m, hb)
 		}
@@ -273,25 +273,37 @@ func (e *election) stepDown(why string) {
 	e.becomeFollower()
 }
 
-// leaderLost reacts to a down for the leader's PID, which this node's
-// framework reported at reported (at most now). The framework reports a
-// lost connection within a millisecond, so instead of sitting out a full
-// election timeout the follower pre-votes after a short staggered delay,
-// counted from reported. The pre-vote only succeeds if a quorum lost the
-// leader too, so one follower whose own link flapped cannot disrupt a
-// healthy leader.
-func (e *election) leaderLost(pid gen.PID, reported time.Time) {
+// leaderLost reacts to a sign that the leader pid is gone, which this
+// node's framework reported at reported (at most now): a down for its PID.
+// proof says the down carries a real termination (any reason but a lost
+// connection): its process acts no more, and the promise to it ends now. A
+// lost connection is only a sign (promiseAfterLoss): the promise then ends
+// F after the last acknowledgement, when the old leader's acting lease has
+// run out whatever its end of the connection reports. Instead of sitting
+// out a full election timeout the follower pre-votes as soon as its
+// promise ends, staggered by rank (fastFailoverDelay). The pre-vote only
+// succeeds if a quorum lost the leader too, so one follower whose own link
+// flapped cannot disrupt a healthy leader.
+func (e *election) leaderLost(pid gen.PID, reported time.Time, proof bool) {
 	e.leader = gen.PID{}
 	e.lostLeader = pid
-	e.releasePromise(pid)
+	if proof {
+		e.releasePromise(pid)
+	} else {
+		e.promiseAfterLoss(pid)
+	}
 	if e.role != roleFollower || e.switches.noFastFailover {
 		return
 	}
 	others := e.shared.joinWave(e.now, waveWindow(e.cfg))
 	delay := e.fastFailoverDelay(others >= waveThreshold)
-	if reported.Before(e.now) {
-		delay = max(delay-e.now.Sub(reported), 0)
+	start := reported
+	if e.cfg.assumeSymmetricLoss == false && e.promisedTo == pid && e.promisedUntil.After(start) {
+		// the stagger counts from the end of the promise: the survivors'
+		// promises end within a round trip of each other
+		start = e.promisedUntil
 	}
+	delay = max(start.Add(delay).Sub(e.now), 0)
 	if delay == 0 {
 		// The step ran out while the down waited for the actor (a wave's
 		// later elections): pre-vote in this step. A timer of no delay
@@ -319,26 +331,18 @@ func (e *election) fastPreVote() {
 // fastFailoverDelay staggers the survivors' pre-votes by their rank among the
 // reachable members, ordered by node name, so that one candidate usually
 // starts clearly first: a split vote here would push failover back to a full
-// election timeout. The step is ElectionTimeoutMin/30 (5 ms at the defaults,
-// at least 1 ms): several pre-vote and vote round trips on a local network,
-// so the next-ranked node sees the first one's vote request before its own
-// timer fires. A random half step of jitter separates nodes whose views
-// disagree on the ranking.
+// election timeout. The step is failoverStep (5 ms at the defaults): several
+// pre-vote and vote round trips on a local network, so the next-ranked node
+// sees the first one's vote request before its own timer fires. A random
+// jitter of up to a quarter step separates nodes whose views disagree on the
+// ranking. The delay counts from the end of the survivor's promise to the
+// lost leader (leaderLost), or from when its framework reported the down.
 //
-// Nobody pre-votes before a whole step has passed since its node's
-// framework reported the down (the watcher got it, peerDown.At; the delay
-// counts from then, leaderLost). That is the safety margin of a lost
-// connection (assumption A2, docs/safety.md): a leader cut off from the
-// majority ends its lease when its own end of the connections reports the
-// loss (IsLeader reads the framework's connections, not its mailbox), and
-// the survivors must not be able to elect anyone before. Counting from the
-// actor's handling of the down instead added the survivor's queueing to
-// the margin: after a node crash under a thousand elections, the last
-// election's down reaches its actor 20 to 30 ms after the watcher got it.
-// It also lets every survivor process its own down first.
-// It was half a step until the lab aborted both ends of every connection
-// at once and found the two runtimes of a loaded box noticing a few
-// milliseconds apart (TestLabPartitionWalkthrough/abort).
+// With AssumeSymmetricConnectionLoss the first survivor also waits a whole
+// step from the report: that is the margin its safety rests on (a leader
+// cut off from the majority ends its lease when its own end of the
+// connections reports the loss, and the survivors must not elect anyone
+// before).
 //
 // In a wave (many elections of this node failing over at once, wave.go) a
 // survivor ranked after the first waits waveExtra more, so that the first
@@ -351,17 +355,16 @@ func (e *election) fastFailoverDelay(inWave bool) time.Duration {
 			rank++
 		}
 	}
-	delay := step + time.Duration(rank)*step + time.Duration(e.rng.Int64N(int64(step/2)+1))
+	delay := time.Duration(rank)*step + time.Duration(e.rng.Int64N(int64(step/4)+1))
+	if e.cfg.assumeSymmetricLoss {
+		delay += step + time.Duration(e.rng.Int64N(int64(step/4)+1))
+	}
 	if inWave && rank > 0 {
 		e.waveDelayed++
 		delay += waveExtra(e.cfg, rank)
 	}
 	return delay
 }
-
-// failoverStep is the fast failover's step: ElectionTimeoutMin/30, at
-// least a millisecond (fastFailoverDelay).
-func failoverStep(cfg config) time.Duration { return max(cfg.electionTimeoutMin/30, time.Millisecond) }
 
 // failingOverFast reports whether this follower saw its leader's down and
 // is about to pre-vote early, or is doing so (leaderLost).

@@ -56,35 +56,19 @@ import (
 // before the first message it handles after the lease ran out, and IsLeader
 // is false from that instant whatever runs.
 
-// leaseDriftMargin is the fraction of ElectionTimeoutMin the lease gives up
-// to clock-rate drift: the lease is safe while no node's clock runs more
-// than 2.5% faster or slower than real time (a 5% difference between two
-// nodes). Quartz clocks drift by parts per million; the margin is for
-// virtual machines whose clocks are slewed hard.
-const leaseDriftMargin = 20 // ElectionTimeoutMin / 20 = 5%
-
 // roundStamp is when the leader sent one heartbeat round.
 type roundStamp struct {
 	round uint64
 	at    time.Time
+	fresh time.Duration // the round's F: its acknowledgements let the leader act for F less the drift margin
 }
 
-// leaseDuration is how long one acknowledged round keeps the lease.
-func (e *election) leaseDuration() time.Duration {
-	return e.cfg.electionTimeoutMin - e.cfg.electionTimeoutMin/leaseDriftMargin
-}
+// leaseDuration is how long one acknowledged round keeps the leader in its
+// role (holdingLease, timing.go).
+func (e *election) leaseDuration() time.Duration { return holdingLease(e.cfg) }
 
-// quietPeriod is how long a freshly started actor grants no vote and no
-// pre-vote, and does not campaign (its own vote is a grant too). Its
-// previous incarnation, if any, may have granted a vote or promised a leader
-// its support just before it stopped. A promise lasts ElectionTimeoutMin; a
-// vote round is counted for at most ElectionTimeoutMin after the candidate
-// opened it (election.roundCloses), and the grant came after that. Waiting
-// ElectionTimeoutMin plus the drift margin from the start therefore
-// outlasts both, on any clock within the drift bound.
-func (e *election) quietPeriod() time.Duration {
-	return e.cfg.electionTimeoutMin + e.cfg.electionTimeoutMin/leaseDriftMargin
-}
+// quietPeriod is how long a freshly started actor grants nothing (timing.go).
+func (e *election) quietPeriod() time.Duration { return quietPeriod(e.cfg) }
 
 // inQuietPeriod reports whether this actor is too fresh to grant anything:
 // within its quiet period, or before it knows its term floor.
@@ -110,17 +94,66 @@ func (e *election) inQuietPeriod() bool {
 // nothing was won before, and a floor from a quorum counting this node (one
 // member fewer) keeps a majority able to elect while the rest of a new
 // cluster is still starting.
+//
+// The quorum is that of the largest view this actor knows of: its own,
+// MinClusterSize, and the view sizes its peers' Hellos, replies and
+// requests carry (floorView). A restarted actor whose discovery has so far
+// found one peer must not take its floor from that peer alone: the rest of
+// the view may have won terms that peer never heard of. When the largest
+// view grows past what the floor was settled for, the floor opens again
+// (the actor grants nothing) until enough members have been heard.
 
-// learnFloor records term, heard from node, while the floor is unknown.
+// maxToldViewSize bounds a view size a peer tells: larger is no view.
+const maxToldViewSize = 1 << 16
+
+// learnFloor records term, heard from node.
 func (e *election) learnFloor(node gen.Atom, term uint64) {
-	if e.floorKnown {
-		return
-	}
 	if e.floorTerms == nil {
 		e.floorTerms = make(map[gen.Atom]uint64)
 	}
-	e.floorTerms[node] = max(e.floorTerms[node], term)
+	if term > e.floorTerms[node] || e.floorKnown == false {
+		e.floorTerms[node] = max(e.floorTerms[node], term)
+	}
 	e.floorReady()
+}
+
+// toldViewSize records the size of a peer's view, which may be larger than
+// this actor's while its discovery is still finding the members.
+func (e *election) toldViewSize(n int) {
+	if n <= 0 || n > maxToldViewSize {
+		return
+	}
+	e.noteViewSize(n)
+}
+
+// noteViewSize raises the largest known view to n.
+func (e *election) noteViewSize(n int) {
+	if n <= e.floorView {
+		return
+	}
+	e.floorView = n
+	e.recheckFloor()
+}
+
+// recheckFloor opens the floor again when it needs more members heard than
+// it was settled with: the largest known view grew, or the peers said this
+// is a restart.
+func (e *election) recheckFloor() {
+	if e.floorKnown && e.floorHeardNeed() > e.floorNeed {
+		e.floorKnown = false
+		e.logf(levelInfo, "the term floor needs the terms of %d members now (largest view known %d); this node grants no vote until it has heard them", e.floorHeardNeed(), max(e.viewSize(), e.cfg.minClusterSize, e.floorView))
+		e.floorReady()
+	}
+}
+
+// floorHeardNeed is how many other members' terms settle the floor.
+func (e *election) floorHeardNeed() int {
+	size := max(e.viewSize(), e.cfg.minClusterSize, e.floorView)
+	need := size / 2 // a quorum less this node
+	if e.restarted {
+		need++
+	}
+	return need
 }
 
 // floorReady reports whether the floor is known, settling it when enough
@@ -134,23 +167,21 @@ func (e *election) floorReady() bool {
 		// Hello replies saying whether this is a restart are in
 		return false
 	}
-	need := e.quorum() - 1
-	if e.restarted {
-		need = e.quorum()
-	}
-	need = min(need, len(e.members))
+	need := e.floorHeardNeed()
 	heard := 0
-	var floor uint64
+	floor := e.floorTerm
 	for node, term := range e.floorTerms {
 		if _, member := e.members[node]; member {
 			heard++
 			floor = max(floor, term)
+		} else {
+			delete(e.floorTerms, node) // bounded by the view
 		}
 	}
 	if heard < need {
 		return false
 	}
-	e.floorKnown, e.floorTerm, e.floorTerms = true, floor, nil
+	e.floorKnown, e.floorTerm, e.floorNeed = true, floor, need
 	if floor > e.term {
 		e.adoptTerm(floor)
 	}
@@ -163,12 +194,57 @@ func (e *election) termBelowFloor(term uint64) bool {
 }
 
 // promise records that this node acknowledged a leader's round or granted a
-// candidate its vote: it helps nobody else win before ElectionTimeoutMin has
-// passed. to is the process it promised, so that observing that process's
-// down (fast failover) releases exactly this promise.
+// candidate its vote: it helps nobody else win before promiseLength has
+// passed, or F after its last acknowledgement once it saw a sign that the
+// leader is gone (promiseAfterLoss). to is the process it promised.
 func (e *election) promise(to gen.PID, ack bool) {
-	e.promisedTo, e.promisedAck = to, ack
-	e.promisedUntil = e.now.Add(e.cfg.electionTimeoutMin)
+	e.promiseAt(to, ack, e.now)
+}
+
+// promiseAt is promise made at an earlier instant, at: the hub's
+// acknowledgement in this actor's name (coalesce.go). A promise to the
+// same process is only ever extended by it.
+func (e *election) promiseAt(to gen.PID, ack bool, at time.Time) {
+	same := to == e.promisedTo && ack == e.promisedAck
+	if same && at.Before(e.promisedAt) {
+		return
+	}
+	if same == false {
+		e.promisedFreshEnd = time.Time{}
+	}
+	e.promisedTo, e.promisedAck, e.promisedAt = to, ack, at
+	e.promisedUntil = at.Add(promiseLength(e.cfg))
+	e.extendFresh(to, at.Add(freshness(e.cfg)))
+}
+
+// extendFresh records that the promise to to lasts at least until end even
+// after a sign of loss: its leader's round said its F was longer than this
+// node's own (adaptive freshness, roundFresh). It never reaches past the
+// full promise.
+func (e *election) extendFresh(to gen.PID, end time.Time) {
+	if to != e.promisedTo || to == (gen.PID{}) {
+		return
+	}
+	end = minTime(end, e.promisedAt.Add(promiseLength(e.cfg)))
+	if end.After(e.promisedFreshEnd) {
+		e.promisedFreshEnd = end
+	}
+}
+
+// freshAck extends the promise of an acknowledgement of round hb by the
+// round's F (extendFresh); a withheld acknowledgement promises nothing.
+func (e *election) freshAck(leader gen.PID, ack msgHeartbeatAck, hb msgHeartbeat) {
+	if ack.Round != 0 && hb.Fresh > 0 {
+		e.extendFresh(leader, e.now.Add(time.Duration(hb.Fresh)))
+	}
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // acknowledge turns ack into an acknowledgement that counts toward leader's
@@ -191,11 +267,45 @@ func (e *election) acknowledge(leader gen.PID, ack msgHeartbeatAck) msgHeartbeat
 	return ack
 }
 
-// releasePromise ends the promise made to pid, whose down this node saw.
+// releasePromise ends the promise made to pid: its process terminated (a
+// down with a reason other than a lost connection is proof that it acts no
+// more), or it handed leadership over (TimeoutNow, sent after it stood
+// down).
 func (e *election) releasePromise(pid gen.PID) {
 	if e.promisedTo == pid {
 		e.promisedTo = gen.PID{}
 		e.promisedUntil = time.Time{}
+	}
+}
+
+// promiseAfterLoss shortens the promise made to pid, whose connection this
+// node saw drop (or some other sign that pid may be gone), to F after the
+// last acknowledgement or grant, or to the later end a round with a longer
+// F asked for (extendFresh). A sign is not proof: pid may be alive and
+// still reach a quorum, its end of the connection may report nothing, and
+// the report may come late or never. It needs none of that to be safe:
+// pid acts (IsLeader) only while a quorum acknowledged a round it sent
+// within F less the drift margin, and every acknowledgement it counts was
+// made at or after the round was sent, so this promise, running F past the
+// newest of them, outlasts it on any clock within the drift bound.
+//
+// With AssumeSymmetricConnectionLoss the promise ends at once: safe only
+// when both ends of a dropped connection notice it within a fast-failover
+// step of each other.
+func (e *election) promiseAfterLoss(pid gen.PID) {
+	if e.promisedTo != pid {
+		return
+	}
+	if e.cfg.assumeSymmetricLoss {
+		e.releasePromise(pid)
+		return
+	}
+	end := e.promisedAt.Add(freshness(e.cfg))
+	if e.promisedFreshEnd.After(end) {
+		end = e.promisedFreshEnd // a round asked for a longer F
+	}
+	if end.Before(e.promisedUntil) {
+		e.promisedUntil = end
 	}
 }
 
@@ -230,7 +340,48 @@ func (e *election) grantRefusal(handover bool, requester gen.PID) (string, gen.P
 func (e *election) openRound(n uint64) {
 	e.round = n
 	e.keepRecentRounds()
-	e.roundSent = append(e.roundSent, roundStamp{round: n, at: e.now})
+	fresh := freshness(e.cfg)
+	if n > 1 {
+		// round 1 is the vote requests, whose voters know only their own F
+		fresh = e.roundFresh()
+	}
+	e.roundSent = append(e.roundSent, roundStamp{round: n, at: e.now, fresh: fresh})
+}
+
+// roundFresh is the F a leader gives the rounds it opens now. It is
+// freshness (timing.go), or longer when the round trips to the members it
+// needs for a quorum are long: a round must be acknowledged well within its
+// F, or the leader could never act. Each round carries its F to the
+// followers (msgHeartbeat.Fresh, the hubs' beats), and a follower that
+// acknowledged it keeps its promise at least that long after a sign of
+// loss (extendFresh), so any F is safe; a longer one only makes failover
+// slower. It is at most half of ElectionTimeoutMin.
+func (e *election) roundFresh() time.Duration {
+	base := freshness(e.cfg)
+	need := e.quorum() - 1
+	if need <= 0 || e.cfg.assumeSymmetricLoss {
+		return base
+	}
+	var rtts []time.Duration
+	for _, m := range e.members {
+		if m.rtt > 0 {
+			rtts = append(rtts, m.rtt)
+		}
+	}
+	if len(rtts) < need {
+		return base
+	}
+	slices.Sort(rtts)
+	want := 2*rtts[need-1] + 2*livenessInterval(e.cfg)
+	return min(max(base, want), promiseLength(e.cfg)/2)
+}
+
+// roundTrip records how long member m took to acknowledge round n, which
+// roundFresh reads.
+func (e *election) roundTrip(m *member, n uint64, at time.Time) {
+	if sent, ok := e.sentAt(n); ok && at.After(sent) {
+		m.rtt = at.Sub(sent)
+	}
 }
 
 // keepRecentRounds forgets the rounds sent longer than a lease ago: they
@@ -247,12 +398,8 @@ func (e *election) keepRecentRounds() {
 
 // sentAt returns when round n of the current term was sent.
 func (e *election) sentAt(n uint64) (time.Time, bool) {
-	for _, s := range e.roundSent {
-		if s.round == n {
-			return s.at, true
-		}
-	}
-	return time.Time{}, false
+	s, ok := e.stampOf(n)
+	return s.at, ok
 }
 
 // acknowledged records that m answered round n of the current term.
@@ -260,61 +407,91 @@ func (e *election) acknowledged(m *member, n uint64) {
 	if n == 0 || n > e.round || n <= m.ackRound {
 		return
 	}
+	e.roundTrip(m, n, e.now)
 	m.ackRound = n
 	e.renewLease()
 }
 
 // renewLease recomputes the lease from the rounds the members acknowledged.
-// Two figures come out. leaseUntil, which IsLeader reads, counts only
-// members whose connection is up: a member whose connection dropped may
-// already be helping to elect someone else (fast failover). holdUntil
-// counts every acknowledgement and says when the leader must stand down if
-// no newer round is acknowledged: between the two, the leader keeps its
-// role but does not act, waiting for the members it still reaches to
-// acknowledge a newer round.
+// Two figures come out of the newest round a quorum of the view
+// acknowledged (this node included), both counted from its send time.
+// leaseUntil, which IsLeader reads, adds the acting lease: F less the drift
+// margin, inside the promise every acknowledging member keeps at least
+// (timing.go). holdUntil adds the holding lease and says when the leader
+// must stand down if no newer round is acknowledged: between the two, the
+// leader keeps its role but does not act, waiting for a newer round to be
+// acknowledged. Only rounds sent since the view last grew make leaseUntil
+// (viewGrew).
+//
+// With AssumeSymmetricConnectionLoss, leaseUntil counts only members whose
+// connection is up and lasts the holding lease: a member whose connection
+// dropped may already be helping to elect someone else.
 func (e *election) renewLease() {
 	e.leaseUntil, e.holdUntil = time.Time{}, time.Time{}
 	if e.role != roleLeader && e.role != roleCandidate {
 		return
 	}
-	need := e.quorum() - 1
-	if need <= 0 {
+	if e.quorum() <= 1 {
 		// a view of one: nobody else can lead it
-		e.leaseUntil = e.now.Add(e.leaseDuration())
-		e.holdUntil = e.leaseUntil
+		e.holdUntil = e.now.Add(holdingLease(e.cfg))
+		e.leaseUntil = e.holdUntil
 		return
 	}
-	e.leaseUntil = e.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) }, e.grewAt)
-	e.holdUntil = e.leaseWhere(func(*member) bool { return true }, time.Time{})
+	counts := func(*member) bool { return true }
+	if e.cfg.assumeSymmetricLoss {
+		counts = func(m *member) bool { return m.pid != (gen.PID{}) }
+	}
+	e.leaseUntil = e.leaseWhere(counts, e.grewAt)
+	if sent, ok := e.quorumRound(func(*member) bool { return true }, time.Time{}); ok {
+		e.holdUntil = sent.at.Add(holdingLease(e.cfg))
+	}
 }
 
-// leaseWhere returns the end of the lease that the acknowledgements of the
-// members for which counts reports true give, or the zero time when they
-// are not a quorum.
-// Only rounds sent at or after since count: the lease itself counts from
-// the moment the view last grew (viewGrew); the time to stand down counts
-// every round.
-func (e *election) leaseWhere(counts func(*member) bool, since time.Time) time.Time {
+// quorumRound returns the send time of the newest round that a quorum of
+// the view acknowledged, counting this node and the members for which
+// counts reports true; ok is false when they are not a quorum. Only rounds
+// sent at or after since count.
+func (e *election) quorumRound(counts func(*member) bool, since time.Time) (sent roundStamp, ok bool) {
 	need := e.quorum() - 1
 	var rounds []uint64
 	for _, m := range e.members {
 		if m.ackRound == 0 || counts(m) == false {
 			continue
 		}
-		if sent, ok := e.sentAt(m.ackRound); ok == false || sent.Before(since) {
+		if at, ok := e.sentAt(m.ackRound); ok == false || at.Before(since) {
 			continue
 		}
 		rounds = append(rounds, m.ackRound)
 	}
 	if need <= 0 || len(rounds) < need {
-		return time.Time{}
+		return roundStamp{}, false
 	}
 	slices.Sort(rounds)
-	sent, ok := e.sentAt(rounds[len(rounds)-need])
+	return e.stampOf(rounds[len(rounds)-need])
+}
+
+// stampOf returns the stamp of round n of the current term.
+func (e *election) stampOf(n uint64) (roundStamp, bool) {
+	for _, s := range e.roundSent {
+		if s.round == n {
+			return s, true
+		}
+	}
+	return roundStamp{}, false
+}
+
+// leaseWhere is the end of the acting lease that the acknowledgements of
+// the members for which counts reports true give, or the zero time when
+// they are not a quorum.
+func (e *election) leaseWhere(counts func(*member) bool, since time.Time) time.Time {
+	sent, ok := e.quorumRound(counts, since)
 	if ok == false {
 		return time.Time{}
 	}
-	return sent.Add(e.leaseDuration())
+	if e.cfg.assumeSymmetricLoss || sent.fresh == 0 {
+		return sent.at.Add(actingLease(e.cfg))
+	}
+	return sent.at.Add(lessDrift(sent.fresh))
 }
 
 // reachable counts this node plus the members whose connection is up.
@@ -336,10 +513,11 @@ func (e *election) leading(now time.Time) bool {
 }
 
 // leadingWhere is leading with the connections as the framework reports
-// them at this instant (connected), not as far as this node has processed
-// their downs: a leader busy in a long callback, or stalled, has not yet
-// handled the downs that the other ends of its lost connections already
-// act on (fast failover), but what it asks IsLeader must already see them.
+// them at this instant (connected), which only AssumeSymmetricConnectionLoss
+// consults: there a leader busy in a long callback, or stalled, has not yet
+// handled the downs that the other ends of its lost connections already act
+// on, but what it asks IsLeader must already see them. By default the lease
+// alone decides, whatever the connections.
 func (e *election) leadingWhere(now time.Time, connected func(*member) bool) bool {
 	if e.role != roleLeader {
 		return false
@@ -347,7 +525,7 @@ func (e *election) leadingWhere(now time.Time, connected func(*member) bool) boo
 	if e.switches.noResponseQuorum || e.quorum() <= 1 {
 		return true
 	}
-	if now.Before(e.leaseUntil) == false || connected == nil {
+	if now.Before(e.leaseUntil) == false || connected == nil || e.cfg.assumeSymmetricLoss == false {
 		return now.Before(e.leaseUntil)
 	}
 	return now.Before(e.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && connected(m) }, e.grewAt))

@@ -13,10 +13,11 @@ import (
 // predecessor rather than adding a second member.
 type member struct {
 	node     gen.Atom
-	name     gen.Atom // registered name, to reach the peer when its PID is unknown
-	pid      gen.PID  // zero until the peer has sent us something, and after a connection loss
-	knownPID gen.PID  // the last PID ever seen, kept across connection losses
-	declared bool     // came through Join or Bootstrap rather than through the protocol
+	name     gen.Atom      // registered name, to reach the peer when its PID is unknown
+	pid      gen.PID       // zero until the peer has sent us something, and after a connection loss
+	knownPID gen.PID       // the last PID ever seen, kept across connection losses
+	declared bool          // came through Join or Bootstrap rather than through the protocol
+	rtt      time.Duration // the last round trip of a heartbeat round to it (leader: roundFresh)
 
 	lastHeard        time.Time // last valid protocol message received from it
 	lastAck          time.Time // last acknowledgement of this node's leadership (ack or grant)
@@ -106,7 +107,7 @@ func (e *election) join(peer gen.ProcessID) {
 // discovery loop calling Join on a gone node does not dial it on every tick.
 func (e *election) probe(m *member) {
 	m.nextProbe = e.now.Add(e.probeSpacing(m))
-	e.send(m, msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName})
+	e.send(m, msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize()})
 }
 
 // maxProbeBackoff caps the doubling of the Hello spacing for a member never
@@ -287,7 +288,7 @@ func (e *election) monitorFailed(now time.Time, pid gen.PID, err error) {
 	// refusal (a timeout, a refused request) says nothing about the
 	// member's end, and a leader's lease built on this node's acks may still
 	// run there: no promise is released and no fast failover starts.
-	e.lostContact(m, pid, gen.ErrNoConnection, gone, e.now)
+	e.lostContact(m, pid, gen.ErrNoConnection, gone, gone, e.now)
 }
 
 // markDead remembers that pid terminated, for GhostTTL.
@@ -353,7 +354,7 @@ func (e *election) downReported(now, at time.Time, pid gen.PID, reason error, re
 	// observed failure of the leader: no fast failover (silence.go); nor is
 	// the end of a connection that a newer one replaced (reconnected).
 	observed := (e.resetting(m) == false && reconnected == false) || errors.Is(reason, gen.ErrNoConnection) == false
-	e.lostContact(m, pid, reason, observed, at)
+	e.lostContact(m, pid, reason, observed, errors.Is(reason, gen.ErrNoConnection) == false, at)
 	return true
 }
 
@@ -363,8 +364,9 @@ func (e *election) downReported(now, at time.Time, pid gen.PID, reason error, re
 // the leader (a down the framework delivered, or the end of the connection
 // to the leader's node that the framework reported to the watcher, which
 // the leader's end sees too) starts a fast failover, timed from reported,
-// when this node's framework reported the failure.
-func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bool, reported time.Time) {
+// when this node's framework reported the failure. proof says pid's process
+// is known to have ended (leaderLost).
+func (e *election) lostContact(m *member, pid gen.PID, reason error, observed, proof bool, reported time.Time) {
 	wasLeader := pid == e.leader
 	if errors.Is(reason, gen.ErrNoConnection) {
 		m.pid = gen.PID{}
@@ -419,7 +421,7 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed bo
 		e.markDead(pid)
 	}
 	if wasLeader && observed {
-		e.leaderLost(pid, reported)
+		e.leaderLost(pid, reported, proof)
 	} else if wasLeader {
 		e.leader = gen.PID{}
 	}
@@ -579,7 +581,7 @@ func (e *election) dialed(now time.Time, node gen.Atom, err error) {
 	}
 	if m.pid != (gen.PID{}) {
 		if err != nil {
-			e.lostContact(m, m.pid, gen.ErrNoConnection, false, e.now)
+			e.lostContact(m, m.pid, gen.ErrNoConnection, false, false, e.now)
 		}
 		return
 	}

@@ -74,6 +74,26 @@ type Options struct {
 	// are the same either way. Disable it only to compare the two, or when
 	// one election per node is all you run and you want no extra process.
 	DisableCoalescing bool
+
+	// AssumeSymmetricConnectionLoss trades a safety assumption for speed.
+	// Off by default: then two nodes never act as leader at once assuming
+	// only that clocks run at roughly the right rate (docs/safety.md), and a
+	// crashed leader is replaced in about 15 to 25 ms at the defaults,
+	// because the lease that IsLeader checks is short and renewed by
+	// liveness rounds every ElectionTimeoutMin/30.
+	//
+	// On, a follower that sees its leader's connection drop stops supporting
+	// it at once, and the leader's lease is a whole ElectionTimeoutMin,
+	// renewed every HeartbeatInterval. That is safe only when both ends of
+	// every dropped connection notice within ElectionTimeoutMin/30 of each
+	// other, which these faults break: a reset that reaches one end only
+	// (conntrack, NAT or load-balancer state lost, a firewall that rejects
+	// on one side, a lost RST or FIN, a sidecar proxy closing its side), and
+	// a leader process stalled or starved of CPU as its links go. Under them
+	// the old leader may go on acting for up to a lease next to the new one.
+	// Turn it on only where none of them can happen and the default's
+	// faster liveness rounds cost too much (many elections per node).
+	AssumeSymmetricConnectionLoss bool
 }
 
 // config is Options resolved: defaults applied, durations typed.
@@ -85,6 +105,9 @@ type config struct {
 	electionTimeoutMax time.Duration
 	heartbeatInterval  time.Duration
 	ghostTTL           time.Duration
+	// Options.AssumeSymmetricConnectionLoss: long leases, and a follower
+	// releases its promise at its leader's lost connection
+	assumeSymmetricLoss bool
 }
 
 // maxDurationMs is the largest duration option accepted: one day. Options
@@ -180,13 +203,14 @@ func (o Options) resolve() (config, []string, error) {
 		return config{}, nil, fmt.Errorf("%w: %s", ErrInvalidOptions, strings.Join(problems, "; "))
 	}
 	return config{
-		clusterID:          o.ClusterID,
-		minClusterSize:     size,
-		bootstrap:          append([]gen.ProcessID(nil), o.Bootstrap...),
-		electionTimeoutMin: time.Duration(lo) * time.Millisecond,
-		electionTimeoutMax: time.Duration(hi) * time.Millisecond,
-		heartbeatInterval:  time.Duration(hb) * time.Millisecond,
-		ghostTTL:           time.Duration(ttl) * time.Millisecond,
+		clusterID:           o.ClusterID,
+		minClusterSize:      size,
+		bootstrap:           append([]gen.ProcessID(nil), o.Bootstrap...),
+		electionTimeoutMin:  time.Duration(lo) * time.Millisecond,
+		electionTimeoutMax:  time.Duration(hi) * time.Millisecond,
+		heartbeatInterval:   time.Duration(hb) * time.Millisecond,
+		ghostTTL:            time.Duration(ttl) * time.Millisecond,
+		assumeSymmetricLoss: o.AssumeSymmetricConnectionLoss,
 	}, warnings, nil
 }
 

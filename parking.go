@@ -315,7 +315,7 @@ func (a *Actor) schedule(kind timerKind, at time.Time) {
 // it is due by what the hub saw.
 func (a *Actor) syncTimers() {
 	now := a.clock()
-	horizon := parkHorizon(a.state.cfg.heartbeatInterval)
+	horizon := parkHorizon(livenessInterval(a.state.cfg))
 	for _, kind := range parkKinds {
 		rec := &a.timers[kind]
 		if rec.armed == false {

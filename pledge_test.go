@@ -14,6 +14,7 @@ import (
 func loseLeader(t *testing.T, h *stateHarness) {
 	t.Helper()
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+	h.advance(freshness(h.e.cfg)) // the promise after the loss has run out
 	require.True(t, h.e.down(h.now, pid("b"), gen.ErrNoConnection))
 	h.e.takeEffects()
 	require.True(t, h.e.timers[timerFast].armed)

@@ -21,7 +21,7 @@ import "ergo.services/ergo/gen"
 //     the election again in its next round. One round of that election
 //     goes unacknowledged, which a lease of several rounds absorbs; the
 //     sender's leader falls back to its own heartbeats only if the hub
-//     stops answering altogether (hubPeerTTL), as before.
+//     stops answering altogether (peerTTL), as before.
 //   - The sending hub restarted: its keys start again from 1, but the
 //     receiver's table belongs to the old hub's process (by PID) and is
 //     dropped when the new hub's first message comes, so no old key can

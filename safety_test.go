@@ -126,10 +126,11 @@ func TestLeaseRunsFromTheSendTimeOfTheAcknowledgedRound(t *testing.T) {
 	require.True(t, h.e.leading(h.now))
 	sent := h.now
 	round := h.e.round
-	h.advance(100 * time.Millisecond)
+	h.advance(10 * time.Millisecond)
 	h.recv("b", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: round})
-	assert.Equal(t, sent.Add(h.e.leaseDuration()), h.e.leaseUntil, "stamped with the round's send time")
-	h.now = sent.Add(h.e.leaseDuration())
+	assert.Equal(t, sent.Add(actingLease(h.e.cfg)), h.e.leaseUntil, "stamped with the round's send time")
+	assert.Equal(t, sent.Add(h.e.leaseDuration()), h.e.holdUntil, "and so is the time to stand down")
+	h.now = sent.Add(actingLease(h.e.cfg))
 	assert.False(t, h.e.leading(h.now), "IsLeader is false the instant the lease runs out")
 }
 
@@ -225,9 +226,10 @@ func TestLeaderThatLosesAQuorumOfConnectionsStandsDownAtOnce(t *testing.T) {
 	assert.False(t, h.e.leading(h.now))
 }
 
-// A connection loss makes the acks over it no evidence for IsLeader.
+// With AssumeSymmetricConnectionLoss, a connection loss makes the acks over
+// it no evidence for IsLeader (by default their promise holds regardless).
 func TestAcksOverALostConnectionDoNotKeepTheLease(t *testing.T) {
-	h := newStateHarness(t, Options{}, "b", "c", "d", "e")
+	h := newStateHarness(t, Options{AssumeSymmetricConnectionLoss: true}, "b", "c", "d", "e")
 	for _, p := range []string{"b", "c", "d", "e"} {
 		h.recv(p, msgHello{ClusterID: "c"})
 	}

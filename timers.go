@@ -40,6 +40,7 @@ type timerFired struct {
 type timerState struct {
 	armed      bool
 	generation uint64
+	due        time.Time // when it was armed to fire (the state's clock)
 }
 
 // timer handles a timer message. Superseded timers are dropped and counted.
@@ -129,6 +130,7 @@ func (e *election) armTimer(kind timerKind, after time.Duration) {
 	t := &e.timers[kind]
 	t.generation++
 	t.armed = true
+	t.due = e.now.Add(after)
 	e.out.timers = append(e.out.timers, timerRequest{kind: kind, after: after, generation: t.generation})
 }
 

@@ -18,6 +18,7 @@ type msgHello struct {
 	ClusterID string
 	Term      uint64
 	Name      gen.Atom // the sender's registered name, to reach it when its PID is forgotten
+	ViewSize  int      // the sender's view, this node counted: sizes a restarted node's term floor
 }
 
 // msgHelloReply answers msgHello.
@@ -30,6 +31,7 @@ type msgHelloReply struct {
 	Term      uint64
 	Name      gen.Atom
 	Restarted bool
+	ViewSize  int // the replier's view: sizes the sender's term floor
 }
 
 // msgPreVote asks "could I win term Term+1?". It changes no state on the
@@ -86,6 +88,10 @@ type msgHeartbeat struct {
 	Term      uint64
 	Leader    gen.PID
 	Round     uint64
+	// Fresh is the round's F: the leader acts on its acknowledgements for
+	// F less a drift margin, and a follower that acknowledged it keeps its
+	// promise that long at least, whatever happens to the connection
+	Fresh int64 // nanoseconds
 }
 
 // msgHeartbeatAck is a follower's answer to a heartbeat: the leader's

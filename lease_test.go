@@ -1,0 +1,174 @@
+package leader
+
+import (
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests of the lease rules of docs/safety.md, one event at a time. Each
+// names the rule it breaks when it fails.
+
+// Rule 2 (acting lease): IsLeader needs a quorum's acknowledgement of a
+// round sent within the acting lease; the role lasts the holding lease.
+func TestIsLeaderNeedsARoundAcknowledgedWithinTheActingLease(t *testing.T) {
+	h := leaderOfThree(t)
+	h.e.sendHeartbeats()
+	h.e.takeEffects()
+	sent, round := h.now, h.e.round
+	h.advance(time.Millisecond)
+	h.recv("b", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: round})
+	require.Equal(t, sent.Add(actingLease(h.e.cfg)), h.e.leaseUntil, "stamped with the round's send time, F less the drift margin")
+	h.now = sent.Add(actingLease(h.e.cfg) - time.Nanosecond)
+	assert.True(t, h.e.leading(h.now))
+	h.now = sent.Add(actingLease(h.e.cfg))
+	assert.False(t, h.e.leading(h.now), "no IsLeader past the acting lease")
+	h.e.checkLease(h.now)
+	assert.Equal(t, roleLeader, h.e.role, "the role lasts the holding lease: a hiccup costs no callback")
+	h.now = sent.Add(holdingLease(h.e.cfg))
+	h.e.checkLease(h.now)
+	assert.Equal(t, roleFollower, h.e.role, "and ends with it")
+}
+
+// Rule 2: the acting lease does not care whether the acknowledging
+// members are still connected: their promise holds either way.
+func TestALostConnectionDoesNotEndTheActingLeaseEarly(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c", "d", "e")
+	for _, p := range []string{"b", "c", "d", "e"} {
+		h.recv(p, msgHello{ClusterID: "c"})
+	}
+	h.becomeLeader("b", "c")
+	h.e.sendHeartbeats()
+	h.e.takeEffects()
+	round := h.e.round
+	h.recv("b", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: round})
+	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: round})
+	until := h.e.leaseUntil
+	require.True(t, h.e.leading(h.now))
+	h.e.down(h.now, pid("d"), gen.ErrNoConnection)
+	assert.Equal(t, until, h.e.leaseUntil, "a member that never acknowledged changes nothing")
+	assert.True(t, h.e.leading(h.now))
+}
+
+// Rule 3 (promises): a lost connection to the leader is a sign, not proof:
+// the promise ends F after the last acknowledgement, not at the down.
+func TestALostLeaderConnectionShortensThePromiseToF(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	ackedAt := h.now
+	require.Equal(t, ackedAt.Add(promiseLength(h.e.cfg)), h.e.promisedUntil)
+	h.advance(2 * time.Millisecond)
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	assert.Equal(t, pid("b"), h.e.promisedTo, "still promised")
+	assert.Equal(t, ackedAt.Add(freshness(h.e.cfg)), h.e.promisedUntil, "until F after the last acknowledgement")
+	why, _ := h.e.grantRefusal(false, pid("c"))
+	assert.Equal(t, "promised", why)
+}
+
+// Rule 3: a down with a real reason is proof that the leader's process
+// acts no more: the promise ends at once.
+func TestARealTerminationOfTheLeaderReleasesThePromise(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	h.e.down(h.now, pid("b"), gen.TerminateReasonKill)
+	why, _ := h.e.grantRefusal(false, pid("c"))
+	assert.Equal(t, "", why)
+}
+
+// Rule 3 through the hub: an acknowledgement the hub sent in the actor's
+// name dates the promise, and the promise after a loss runs F from it.
+func TestAHubAcknowledgementDatesThePromise(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	hubAt := h.now.Add(40 * time.Millisecond)
+	h.e.promiseAt(pid("b"), true, hubAt)
+	h.e.promiseAt(pid("b"), true, h.now) // an older one changes nothing
+	h.advance(50 * time.Millisecond)
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	assert.Equal(t, hubAt.Add(freshness(h.e.cfg)), h.e.promisedUntil)
+}
+
+// Rule 3: the survivor's own fast pre-vote (its own vote is a grant too)
+// waits for its promise to end.
+func TestTheFastPreVoteWaitsForThePromise(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	ackedAt := h.now
+	h.advance(time.Millisecond)
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	h.e.takeEffects()
+	require.True(t, h.e.timers[timerFast].armed)
+	assert.False(t, h.e.timers[timerFast].due.Before(ackedAt.Add(freshness(h.e.cfg))), "not before the promise ends")
+	out := h.fire(timerFast)
+	assert.Len(t, sentTo[msgPreVote](out, "c"), 1)
+}
+
+// The opt-in keeps the old fast path: the promise ends at the down.
+func TestAssumeSymmetricConnectionLossReleasesThePromiseAtTheDown(t *testing.T) {
+	h := newStateHarness(t, Options{AssumeSymmetricConnectionLoss: true}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	why, _ := h.e.grantRefusal(false, pid("c"))
+	assert.Equal(t, "", why)
+	assert.Equal(t, holdingLease(h.e.cfg), actingLease(h.e.cfg))
+}
+
+// Rule 4 (term floor): a restarted actor never grants the floor term itself
+// nor any below it.
+func TestTheFloorTermItselfIsNotGranted(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.freshStart()
+	h.recv("b", msgHelloReply{ClusterID: "c", Term: 7, Restarted: true})
+	h.recv("c", msgHelloReply{ClusterID: "c", Term: 5, Restarted: true})
+	h.now = h.e.startedAt.Add(quietPeriod(h.e.cfg))
+	h.e.now = h.now
+	require.True(t, h.e.floorReady())
+	assert.Equal(t, uint64(7), h.e.floorTerm)
+	assert.True(t, h.e.termBelowFloor(7), "the floor term itself was possibly won with this node's vote")
+	assert.False(t, h.e.termBelowFloor(8))
+}
+
+// Rule 4: a restarted actor whose discovery knows one peer takes no floor
+// from it alone: the quorum is that of the largest view it knows of.
+func TestARestartedActorWithAPartialViewSettlesNoFloor(t *testing.T) {
+	h := newStateHarness(t, Options{}, "c")
+	h.freshStart()
+	h.recv("c", msgHelloReply{ClusterID: "c", Term: 4, Restarted: true, ViewSize: 5})
+	h.now = h.e.startedAt.Add(quietPeriod(h.e.cfg))
+	h.e.now = h.now
+	assert.False(t, h.e.floorReady(), "one peer of a view of five is no quorum")
+	why, _ := h.e.grantRefusal(false, pid("c"))
+	assert.Equal(t, "quiet_period", why)
+	h.recv("d", msgHello{ClusterID: "c", Term: 4, ViewSize: 5})
+	assert.False(t, h.e.floorReady(), "two of the other four are not a quorum of five with this node's old vote")
+	h.recv("b", msgHello{ClusterID: "c", Term: 6, ViewSize: 5})
+	assert.True(t, h.e.floorReady())
+	assert.Equal(t, uint64(6), h.e.floorTerm)
+}
+
+// Rule 4: the floor opens again when a larger view is reported after it
+// settled, and settles again once enough members were heard.
+func TestTheFloorOpensAgainWhenTheViewGrows(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.freshStart()
+	h.recv("b", msgHelloReply{ClusterID: "c", Term: 2, ViewSize: 3})
+	h.now = h.e.startedAt.Add(quietPeriod(h.e.cfg))
+	h.e.now = h.now
+	require.True(t, h.e.floorReady(), "a first start in a view of three needs one other member")
+	h.recv("c", msgHello{ClusterID: "c", Term: 2, ViewSize: 7})
+	assert.False(t, h.e.floorKnown, "a view of seven needs three others")
+	h.recv("d", msgHello{ClusterID: "c", Term: 9, ViewSize: 7})
+	assert.True(t, h.e.floorKnown)
+	assert.Equal(t, uint64(9), h.e.floorTerm)
+}
+
+// A view size no peer can have is ignored, not trusted.
+func TestAnAbsurdToldViewSizeIsIgnored(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c", Term: 1, ViewSize: maxToldViewSize + 1})
+	assert.Less(t, h.e.floorView, maxToldViewSize)
+	assert.True(t, h.e.floorKnown)
+}
