@@ -21,7 +21,7 @@
 // (gen.ErrTaken; gen.CoreEvent is taken by every node's core at start);
 // SendEvent needs the token from every sender (gen.ErrEventOwner,
 // gen.ErrEventUnknown for an unknown name; EventOptions.Open is ignored,
-// v320 has no such option); a message reaches a subscriber as
+// see below); a message reaches a subscriber as
 // MailboxMessageTypeEvent from the sender, in the queue of the sender's
 // send priority (act.Actor calls HandleEvent); LinkEvent/MonitorEvent
 // return the last Buffer messages; with Notify the producer gets
@@ -71,9 +71,50 @@
 //     waiting with gen.ErrNodeTerminated; the framework returns at once and
 //     leaves those callers to time out. Only the stopped node can tell.
 //   - Stop sends the shutdown exit (from each process's parent) to every
-//     process at once and gives up after ShutdownTimeout, killing the rest;
-//     the framework first stops each application (5 s each) and then waits
-//     without a bound. The exits and their senders are the framework's.
+//     process at once and waits, up to ShutdownTimeout, until every
+//     ProcessTerminate and every application's Terminate has returned; only
+//     then does it take the network down (as v3.3.0 does), killing what is
+//     left. The framework first stops each application (5 s each) and then
+//     waits without a bound. The exits and their senders are the
+//     framework's. An application's Terminate runs once the ProcessTerminate
+//     of its last process returned (v3.3.0). ApplicationStop sends its exit
+//     to the group members only; v3.3.0 also stops the processes they
+//     spawned (the stand-in waits for those to end on their own, up to the
+//     timeout). The library stops no application with spawned children.
+//   - SIGTERM and Interrupt: as in v3.3.0, node.Start ends with
+//     SetCTRLC(true) and a signal logs "node ... is starting a graceful
+//     shutdown..." and runs Stop. SetCTRLC(false) and the node's end call
+//     signal.Stop on the node's channel, so the program's own signal
+//     handling (or the default action) comes back; the framework closes its
+//     channel without signal.Stop, and after a signal calls signal.Reset()
+//     for the whole program. Only a program with its own signal handling
+//     can tell; the library installs none.
+//   - Creation is the node's start time in unix seconds (v3.3.0 node.Start),
+//     so two starts of one name within a second share it (PIDs then differ
+//     by ID only; the library's staleIncarnation allows for that).
+//   - Built-in registrar (internal/netstack/registrar): Nodes() and Event()
+//     behave as v3.3.0's embedded registrar (other nodes of this host and
+//     of the connected peers' hosts, self excluded, sorted; event
+//     "ESRD_event" produced by the node, gen.MessageRegistrarNodeJoined /
+//     NodeLeft for the other nodes of this host), but Nodes() asks the
+//     server on every call (the framework caches the answer briefly), and
+//     the wire protocol is the stand-in's own text protocol, so stand-in
+//     nodes cannot use a real ESRD server or serve real nodes. When the
+//     node hosting the server stops, no NodeLeft is published for it, and
+//     the clients' re-registration with the next server is published as
+//     NodeJoined again. The library uses neither Nodes nor Event.
+//   - Connections: no software keepalive. The stand-in advertises no
+//     period in the handshake and sends no heartbeats; a peer that stops
+//     reading (SIGSTOP, a stuck process) keeps its connection until TCP
+//     gives up, where v3.3.0 (period 15 s, 3 misses) drops it after about
+//     45 s. The library detects silence itself (the connection reset after
+//     two ElectionTimeoutMax) and needs neither. Simultaneous connects end
+//     with one connection per pair as in v3.3.0 (the dial of the smaller
+//     name wins), but connection IDs are random per handshake rather than
+//     derived from the pair, and there is no EnableSimultaneousConnect
+//     flag; ERGO_STANDIN_BUGS=simultaneous-connect brings back the v320
+//     failure for tests. Messages are not fragmented (one frame up to
+//     MaxMessageSize). The library sees none of this.
 //   - Looser state checks outside links and monitors: Call, RegisterName
 //     and CreateAlias also work in Init, Send also in WaitResponse
 //     (framework: Call, RegisterName, CreateAlias only while Running; Send in
@@ -91,8 +132,11 @@
 //   - A new subscriber gets a message sent concurrently either in its
 //     buffer or delivered, never both (the framework reads the buffer and
 //     the subscribers without a lock and may do both). NodeOptions.Events
-//     (v3.2) is ignored; Node.EventInfo and the other v3.2 event listings
-//     are not implemented.
+//     (v3.2) and EventOptions.Open (v3.3.0: any local process may publish
+//     without the token) are ignored; Node.EventInfo, the other event
+//     listings, Node.ShortInfo and the other v3.3.0 introspection
+//     (NodeShortInfo, Process.ShortInfo, activity counters, Reconnections)
+//     are not implemented. The library uses none of them.
 //   - Each link of a connection has one reader, which counts what it reads
 //     (RemoteNodeInfo.MessagesIn, as the framework's socket reader does)
 //     and queues it, and one handler goroutine, so frames of one link are
