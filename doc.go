@@ -109,22 +109,25 @@
 //     ElectionTimeoutMin (or saw that leader's down). A node that cannot win,
 //     such as the minority side of a partition, never inflates the term, so
 //     its return does not depose a healthy leader.
-//   - A leader lease. Heartbeat rounds are numbered and acknowledged by
-//     round; leadership lasts from the send time of the newest round a
-//     quorum acknowledged for ElectionTimeoutMin less a 5% drift margin, and
-//     IsLeader is false the instant it runs out: the leader stands down
-//     (HandleBecomeFollower) before the next message it handles. Every node
-//     that acknowledged a round, or granted a vote, refuses to help anyone
-//     else for ElectionTimeoutMin, and a freshly started actor grants nothing
-//     for a quiet period a little longer than that, so no two nodes of one
-//     view act as leader at the same instant (the argument is in
-//     docs/safety.md; the assumptions are clock rates within 2.5% of real
-//     time and both ends of a dropped connection noticing it within
-//     ElectionTimeoutMin/30). A half-open link, where the leader's sends
-//     still succeed but nothing comes back, does not keep it in office.
+//   - A leader lease. Liveness rounds go every ElectionTimeoutMin/30, are
+//     numbered and acknowledged by round; IsLeader is true only while a
+//     quorum acknowledged a round sent within F (ElectionTimeoutMin/10, or
+//     longer on a slow network; less a 5% drift margin), and the leader
+//     keeps its role for ElectionTimeoutMin after such a round before it
+//     stands down (HandleBecomeFollower). Every node that acknowledged a
+//     round, or granted a vote, refuses to help anyone else for
+//     ElectionTimeoutMin, or for F once it sees a sign that its leader is
+//     gone, and a freshly started actor grants nothing for a quiet period
+//     a little longer than that, so no two nodes of one view act as leader
+//     at the same instant, assuming only clock rates within 2.5% of real
+//     time (the argument is in docs/safety.md). A half-open link, where
+//     the leader's sends still succeed but nothing comes back, does not
+//     keep it in office.
 //   - Fast failover and handover. A follower that receives a down for its
-//     leader's PID pre-votes after a few milliseconds instead of a full
-//     election timeout; the delay is staggered by rank so one candidate
+//     leader's PID pre-votes as soon as its promise ends (F after its last
+//     acknowledgement; at once when the leader's process is known to have
+//     terminated) instead of after a full election timeout; the delay is
+//     staggered by rank so one candidate
 //     usually goes first (and the later ranks wait a little longer when a
 //     node crash fails many elections of the node over at once, so that
 //     the first one's pre-vote reaches them before their own goes out).

@@ -466,7 +466,8 @@ func TestLatePreVoteGrantsDoNotUnseatALeader(t *testing.T) {
 	e := newElection(cfg, self, "leader", rand.New(rand.NewPCG(1, 2)), nil)
 	now := time.Unix(1_000_000, 0)
 	e.start(now)
-	e.startedAt, e.floorKnown = now.Add(-time.Hour), true // long up
+	e.startedAt = now.Add(-time.Hour) // long up
+	settleFloor(e)
 	e.join(gen.ProcessID{Name: "leader", Node: a.Node})
 	e.join(gen.ProcessID{Name: "leader", Node: b.Node})
 	timeout := func() {

@@ -74,12 +74,15 @@ func newStateHarness(t *testing.T, options Options, peers ...string) *stateHarne
 	// an actor that has been up for long: past its quiet period (lease.go);
 	// freshStart tests the quiet period itself
 	h.e.startedAt = t0.Add(-time.Hour)
-	h.e.floorKnown = true
+	settleFloor(h.e)
 	h.e.takeEffects()
 	return h
 }
 
 // freshStart makes the harness's actor one that started just now.
+// settleFloor is an actor that has heard every member's term long ago.
+func settleFloor(e *election) { e.floorKnown, e.floorNeed = true, maxToldViewSize }
+
 func (h *stateHarness) freshStart() { h.e.startedAt, h.e.floorKnown = h.now, false }
 
 func (h *stateHarness) advance(d time.Duration) { h.now = h.now.Add(d) }

@@ -142,7 +142,16 @@ func (e *election) recheckFloor() {
 	if e.floorKnown && e.floorHeardNeed() > e.floorNeed {
 		e.floorKnown = false
 		e.logf(levelInfo, "the term floor needs the terms of %d members now (largest view known %d); this node grants no vote until it has heard them", e.floorHeardNeed(), max(e.viewSize(), e.cfg.minClusterSize, e.floorView))
-		e.floorReady()
+		if e.floorReady() == false {
+			// ask: a follower whose leader's rounds come through the hub
+			// hears nobody's term otherwise
+			hello := msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize()}
+			for _, m := range e.sortedMembers() {
+				if m.pid != (gen.PID{}) {
+					e.send(m, hello)
+				}
+			}
+		}
 	}
 }
 

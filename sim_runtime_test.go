@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -57,8 +58,12 @@ const (
 type simNetwork struct {
 	minDelay, maxDelay time.Duration
 	dropRate, dupRate  float64
-	// stragglers: a small share of messages is held up for much longer (a
-	// retransmission, a GC pause on the way), up to stragglerMax
+	// stragglers: now and then a link holds a message up for much longer
+	// (a retransmission, a GC pause on the way), up to stragglerMax; over
+	// one connection everything behind it waits too. stragglerRate is the
+	// chance per stragglerSpacing of a link's time, not per message: a TCP
+	// stall comes with time and loss, and a protocol that sends more often
+	// must not see more of them
 	stragglerRate float64
 	stragglerMax  time.Duration
 	reorder       bool // false: per-link FIFO, as over one TCP connection
@@ -97,6 +102,8 @@ type simulator struct {
 	unnoticed map[[2]gen.Atom]time.Time
 	epochs    uint64
 	lastSend  map[[2]gen.Atom]time.Time // FIFO delivery per directed link
+	// the previous message's time per directed link (stragglerChance)
+	lastStraggle map[[2]gen.Atom]time.Time
 	// messages that arrived over each directed link, per connection epoch:
 	// RemoteNodeInfo.MessagesIn of the receiving end
 	arrived map[simArrivalKey]uint64
@@ -403,9 +410,10 @@ func (s *simulator) send(from gen.PID, to any, message any) error {
 	if s.rng.Float64() < s.net.dupRate {
 		copies = 2
 	}
+	key0 := [2]gen.Atom{from.Node, dst}
 	for i := 0; i < copies; i++ {
 		at := s.now.Add(s.delay())
-		if s.net.stragglerRate > 0 && s.rng.Float64() < s.net.stragglerRate {
+		if s.net.stragglerRate > 0 && s.rng.Float64() < s.stragglerChance(key0) {
 			at = at.Add(time.Duration(s.rng.Int64N(int64(s.net.stragglerMax))))
 		}
 		key := [2]gen.Atom{from.Node, dst}
@@ -427,6 +435,26 @@ func (s *simulator) send(from gen.PID, to any, message any) error {
 		})
 	}
 	return nil
+}
+
+// stragglerSpacing is the stretch of a link's time that stragglerRate is
+// the chance of a straggler in.
+const stragglerSpacing = 50 * time.Millisecond
+
+// stragglerChance is the chance that a message sent now over the directed
+// link is a straggler: stragglerRate for every stragglerSpacing since the
+// link's previous message, at most once per message.
+func (s *simulator) stragglerChance(link [2]gen.Atom) float64 {
+	if s.lastStraggle == nil {
+		s.lastStraggle = make(map[[2]gen.Atom]time.Time)
+	}
+	last, seen := s.lastStraggle[link]
+	s.lastStraggle[link] = s.now
+	if seen == false {
+		return s.net.stragglerRate
+	}
+	share := min(float64(s.now.Sub(last))/float64(stragglerSpacing), 1)
+	return 1 - math.Pow(1-s.net.stragglerRate, share)
 }
 
 // monitor registers watcher's monitor of target, connecting on demand.
