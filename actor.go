@@ -97,8 +97,8 @@ type ActorBehavior interface {
 	//   - ergo:leaderless_last: the last completed period without a leader
 	//   - ergo:leaderless_total: every period without a leader since the start,
 	//     the current one included
-	//   - ergo:failover_last: the last failover: from the last contact with the
-	//     previous leader to recognising the next
+	//   - ergo:failover_gap_last: the last failover as this node saw it: from
+	//     losing its leader to recognising the next (its leaderless gap)
 	//   - ergo:election_timer_armed: whether a campaign is scheduled
 	//   - ergo:heartbeat_timer_armed: whether heartbeats are scheduled
 	//   - ergo:heartbeat_in_last: last heartbeat received from the leader
@@ -155,6 +155,14 @@ type ActorBehavior interface {
 
 // ErrNotLeader is returned by StepDown on a node that does not lead.
 var ErrNotLeader = errors.New("leader: this node is not the leader")
+
+// ErrNotUpToDate is wrapped by the error StepDownTo returns when the chosen
+// successor cannot take leadership over now.
+var ErrNotUpToDate = errors.New("leader: the chosen successor is not up to date")
+
+// ErrInvalidPeer is wrapped by the error Join returns for a peer that cannot
+// be a member: its node name is not of the form name@host.
+var ErrInvalidPeer = errors.New("leader: invalid peer")
 
 // kindCandidate is the process kind reported while campaigning; the
 // framework names leader and follower kinds but not this one.

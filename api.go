@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -126,14 +127,23 @@ func (a *Actor) Bootstrap() []gen.ProcessID {
 // once per ElectionTimeoutMax (a peer never heard from: with a spacing that
 // doubles up to 8×ElectionTimeoutMax), so it is safe from a discovery loop. Join
 // overrides an earlier Leave of the same node. Called from Init, it is
-// applied right after the options.
-func (a *Actor) Join(peer gen.ProcessID) {
+// applied right after the options. This actor's own node is ignored.
+//
+// Join returns an error wrapping ErrInvalidPeer, and changes nothing, when
+// peer's node name is not of the form name@host; the error says what was
+// wrong. Calling it as a statement, as the specification does, stays
+// valid Go: a discovery loop that wants to know checks the error.
+func (a *Actor) Join(peer gen.ProcessID) error {
+	if err := checkPeer(peer); err != nil {
+		return fmt.Errorf("%w: Join(%s): %s; pass the peer's node name as the framework prints it, for example node1@host", ErrInvalidPeer, peer, err)
+	}
 	if a.state == nil {
 		a.pendingJoins = append(a.pendingJoins, peer)
-		return
+		return nil
 	}
 	a.state.now = a.clock()
 	a.state.join(peer)
+	return nil
 }
 
 // Leave withdraws a node from the view and from every quorum computed
@@ -182,6 +192,29 @@ func (a *Actor) StepDown() error {
 		return ErrNotLeader
 	}
 	a.state.handover(a.clock(), "StepDown was called", a.connected)
+	return nil
+}
+
+// StepDownTo hands leadership over to the election's actor on node, as
+// StepDown does, but to that node only. It refuses, and this node keeps
+// leading, when this node does not lead (ErrNotLeader) or when node cannot
+// take over now (an error wrapping ErrNotUpToDate that says why: it is not
+// a member, not connected, has not acknowledged a round of the current
+// term, or was not heard within ElectionTimeoutMin). Use it to move
+// leadership off a node before maintenance, or onto a preferred one.
+func (a *Actor) StepDownTo(node gen.Atom) error {
+	if a.IsLeader() == false {
+		return ErrNotLeader
+	}
+	a.state.now = a.clock()
+	m, ok := a.state.members[node]
+	if ok == false {
+		return fmt.Errorf("%w: %s is not a member of this election's view", ErrNotUpToDate, node)
+	}
+	if why := a.state.successorRefusal(m, a.connected); why != "" {
+		return fmt.Errorf("%w: %s cannot take over: %s; this node keeps leading", ErrNotUpToDate, node, why)
+	}
+	a.state.handoverTo(a.clock(), "StepDownTo("+string(node)+") was called", a.connected, node)
 	return nil
 }
 

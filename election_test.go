@@ -510,3 +510,25 @@ func TestLateTickDoesNotExtendTheLease(t *testing.T) {
 	h.fire(timerHeartbeat)
 	assert.Equal(t, roleFollower, h.e.role, "a late tick stands the leader down instead of deferring")
 }
+
+// StepDownTo's rule: a chosen successor takes over only when it is up to
+// date (successorRefusal), and then it is the one told, not the one heard
+// most recently.
+func TestHandoverToAChosenSuccessor(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c", "d")
+	for _, p := range []string{"b", "c", "d"} {
+		h.recv(p, msgHello{ClusterID: "c"})
+	}
+	h.becomeLeader("b", "c")
+	h.advance(10 * time.Millisecond)
+	h.recv("b", msgHeartbeatAck{ClusterID: "c", Term: h.e.term})
+	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term})
+	assert.Contains(t, h.e.successorRefusal(h.e.members[node("d")], nil), "has not acknowledged", "d never answered this term")
+	assert.Equal(t, "", h.e.successorRefusal(h.e.members[node("b")], nil))
+	assert.Contains(t, h.e.successorRefusal(h.e.members[node("b")], func(gen.Atom) bool { return false }), "not connected")
+	successor := h.e.handoverTo(h.now, "test", nil, node("b"))
+	out := h.e.takeEffects()
+	assert.Equal(t, node("b"), successor, "the chosen one, although c was heard last")
+	assert.Len(t, sentTo[msgTimeoutNow](out, "b"), 1)
+	assert.Empty(t, sentTo[msgTimeoutNow](out, "c"))
+}

@@ -457,6 +457,22 @@ func (e *election) fastReaskDue() bool {
 	return true
 }
 
+// successorRefusal says why member m cannot take leadership over now, ""
+// when it can: it must be reachable, have acknowledged a round of this term
+// and have been heard within ElectionTimeoutMin, or its campaign would not
+// win before the others' promises to this leader run out.
+func (e *election) successorRefusal(m *member, connected func(gen.Atom) bool) string {
+	switch {
+	case m.pid == (gen.PID{}) || (connected != nil && connected(m.node) == false):
+		return "it is not connected"
+	case m.ackTerm != e.term:
+		return fmt.Sprintf("it has not acknowledged a round of term %d", e.term)
+	case e.now.Sub(m.lastHeard) >= e.cfg.electionTimeoutMin:
+		return fmt.Sprintf("it was last heard %s ago, more than ElectionTimeoutMin", e.now.Sub(m.lastHeard).Round(time.Millisecond))
+	}
+	return ""
+}
+
 // handover steps down on purpose and, when a reachable, up-to-date follower
 // exists, tells it to campaign at once. The leader stands down before the
 // follower's election starts, and that election is for a higher term, so two
@@ -465,16 +481,20 @@ func (e *election) fastReaskDue() bool {
 // node now: a member whose loss the leader has not handled yet
 // (leader_spare.go) is not chosen.
 func (e *election) handover(now time.Time, why string, connected func(gen.Atom) bool) gen.Atom {
+	return e.handoverTo(now, why, connected, "")
+}
+
+// handoverTo is handover to the member on node to, or, when to is empty,
+// to the up-to-date member heard most recently. The caller has checked
+// that to can succeed (successorRefusal).
+func (e *election) handoverTo(now time.Time, why string, connected func(gen.Atom) bool, to gen.Atom) gen.Atom {
 	e.now = now
 	if e.role != roleLeader {
 		return ""
 	}
 	var target *member
 	for _, m := range e.sortedMembers() {
-		if m.pid == (gen.PID{}) || m.ackTerm != e.term || e.now.Sub(m.lastHeard) >= e.cfg.electionTimeoutMin {
-			continue
-		}
-		if connected != nil && connected(m.node) == false {
+		if e.successorRefusal(m, connected) != "" || (to != "" && m.node != to) {
 			continue
 		}
 		if target == nil || m.lastHeard.After(target.lastHeard) {

@@ -294,3 +294,16 @@ func TestRepeatedLossesDoNotProbeInALoop(t *testing.T) {
 	h.e.monitorFailed(h.now, pid("c"), gen.ErrTimeout)
 	assert.Len(t, sentTo[msgHello](h.e.takeEffects(), "c"), 1, "a loss after ElectionTimeoutMin says Hello at once again")
 }
+
+// Join reports a peer that cannot be a member to its caller, from Init as
+// from a handler, and counts nothing.
+func TestJoinReturnsAnErrorForAMalformedNodeName(t *testing.T) {
+	var a Actor // before Init: no state yet
+	err := a.Join(gen.ProcessID{Name: "leader", Node: "no-host"})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrInvalidPeer))
+	assert.Contains(t, err.Error(), "name@host")
+	assert.Empty(t, a.pendingJoins, "nothing is kept for later")
+	assert.NoError(t, a.Join(gen.ProcessID{Name: "leader", Node: "n1@host"}))
+	assert.Len(t, a.pendingJoins, 1)
+}

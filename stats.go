@@ -8,7 +8,7 @@ import (
 
 // stats are the counters and timings operators chart, as this node sees
 // them (inspect keys ergo:leader_changes, ergo:elections_*, ergo:leaderless_*
-// and ergo:failover_last). They are observations, not protocol state: no
+// and ergo:failover_gap_last). They are observations, not protocol state: no
 // rule reads them.
 type stats struct {
 	electionsStarted uint64 // vote rounds this node opened as a candidate
@@ -22,7 +22,12 @@ type stats struct {
 	leaderlessSince time.Time     // start of the current period without a leader; zero while one is known
 	leaderlessLast  time.Duration // length of the last completed period without a leader
 	leaderlessTotal time.Duration // completed periods without a leader, summed
-	failoverLast    time.Duration // last contact with the previous leader to recognising the next
+	// failoverGap is the last failover as this node saw it: from the step
+	// at which it stopped recognising its leader to the step at which it
+	// recognised the next (0 when it moved from one to the other
+	// directly). A node's own first leader is no failover.
+	failoverGap time.Duration
+	lostAt      time.Time // when this node last stopped recognising a leader; zero once it has the next
 }
 
 // observeLeader updates the leadership statistics; the actor calls it after
@@ -40,8 +45,12 @@ func (e *election) observeLeader(now time.Time) {
 	}
 	if st.known != (gen.PID{}) {
 		st.previous = st.known
+		if current == (gen.PID{}) {
+			st.lostAt = now
+		} else {
+			st.failoverGap, st.lostAt = 0, time.Time{} // straight from one leader to the next
+		}
 	}
-	lastContact := st.contactAt
 	st.known = current
 	if current == (gen.PID{}) {
 		st.leaderlessSince = now
@@ -55,13 +64,13 @@ func (e *election) observeLeader(now time.Time) {
 		st.leaderlessSince = time.Time{}
 	}
 	st.contactAt = now
+	if st.lostAt.IsZero() == false {
+		st.failoverGap, st.lostAt = now.Sub(st.lostAt), time.Time{}
+	}
 	if st.previous == current {
 		return // the same leader, heard again after a gap
 	}
 	st.leaderChanges++
-	if st.previous != (gen.PID{}) {
-		st.failoverLast = now.Sub(lastContact)
-	}
 }
 
 // electionsLost counts the vote rounds this node opened that did not make

@@ -21,6 +21,7 @@ func TestStatsFollowAFailover(t *testing.T) {
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
 	h.e.observeLeader(h.now)
 	assert.Equal(t, "1", inspect("ergo:leader_changes"), "the first leader counts")
+	assert.Equal(t, "0s", inspect("ergo:failover_gap_last"), "the first leader is no failover")
 	assert.Equal(t, "40ms", inspect("ergo:leaderless_last"), "from the start to the first leader")
 	assert.Equal(t, "0s", inspect("ergo:leaderless_for"))
 
@@ -35,7 +36,7 @@ func TestStatsFollowAFailover(t *testing.T) {
 	h.e.observeLeader(h.now)
 	assert.Equal(t, "2", inspect("ergo:leader_changes"))
 	assert.Equal(t, "12ms", inspect("ergo:leaderless_last"))
-	assert.Equal(t, "42ms", inspect("ergo:failover_last"), "from b's last heartbeat to c")
+	assert.Equal(t, "12ms", inspect("ergo:failover_gap_last"), "from losing b to following c: the gap this node saw, not the age of b's last heartbeat")
 	assert.Equal(t, "52ms", inspect("ergo:leaderless_total"))
 }
 

@@ -94,8 +94,8 @@ var metrics = []metric{
 		"How long this node has recognised no leader; 0 while it recognises one.", prometheus.GaugeValue, parseSeconds),
 	newMetric("ergo:leaderless_total", "leader_leaderless_seconds_total",
 		"Time this node spent recognising no leader since the actor started, the current period included.", prometheus.CounterValue, parseSeconds),
-	newMetric("ergo:failover_last", "leader_last_failover_seconds",
-		"The last failover: from the last contact with the previous leader to recognising the next; 0 before the first.", prometheus.GaugeValue, parseSeconds),
+	newMetric("ergo:failover_gap_last", "leader_last_failover_gap_seconds",
+		"The last failover as this node saw it: from losing its leader to recognising the next (its leaderless gap); 0 before the first.", prometheus.GaugeValue, parseSeconds),
 	newMetric("ergo:leaderless_last", "leader_last_leaderless_seconds",
 		"The last completed period without a leader.", prometheus.GaugeValue, parseSeconds),
 }

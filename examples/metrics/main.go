@@ -254,7 +254,7 @@ func summary(registry *prometheus.Registry, node string) string {
 	for _, name := range []string{
 		"leader_term", "leader_view_size", "leader_quorum",
 		"leader_elections_started_total", "leader_elections_won_total", "leader_changes_total",
-		"leader_last_leaderless_seconds", "leader_last_failover_seconds",
+		"leader_last_leaderless_seconds", "leader_last_failover_gap_seconds",
 	} {
 		if v, ok := values[name][node]; ok {
 			fmt.Fprintf(&b, " %s=%g", name, v)

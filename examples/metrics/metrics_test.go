@@ -138,7 +138,7 @@ var exported = map[string]dto.MetricType{
 	"leader_quorum":                   dto.MetricType_GAUGE,
 	"leader_leaderless_seconds":       dto.MetricType_GAUGE,
 	"leader_leaderless_seconds_total": dto.MetricType_COUNTER,
-	"leader_last_failover_seconds":    dto.MetricType_GAUGE,
+	"leader_last_failover_gap_seconds":    dto.MetricType_GAUGE,
 	"leader_last_leaderless_seconds":  dto.MetricType_GAUGE,
 }
 
@@ -260,12 +260,12 @@ func TestMetricsThroughFailover(t *testing.T) {
 			if s.values["leader_term"][node] <= termBefore {
 				return false, fmt.Sprintf("%s: term still %g", node, s.values["leader_term"][node])
 			}
-			if s.values["leader_last_failover_seconds"][node] > 0 {
+			if s.values["leader_last_failover_gap_seconds"][node] > 0 {
 				timed = true
 			}
 		}
 		if timed == false {
-			return false, "no survivor reports leader_last_failover_seconds > 0"
+			return false, "no survivor reports leader_last_failover_gap_seconds > 0"
 		}
 		// the stopped node's actor cannot be inspected, and that is counted
 		// under the cluster it last reported
