@@ -116,10 +116,13 @@ func (c *realCluster) disrupted(since time.Time, tolerance time.Duration, messag
 
 // clRetry runs a scenario on a fresh cluster, up to three times while an
 // attempt turns out inconclusive (see clStallWatch). Each attempt's cluster
-// is torn down before the next starts.
+// is torn down before the next starts. When every attempt was
+// inconclusive the test fails with their reasons: a test that cannot be
+// evaluated has not passed.
 func clRetry(t *testing.T, cfg clConfig, scenario func(c *realCluster)) {
 	t.Helper()
 	const attempts = 3
+	var reasons []string
 	for attempt := 1; attempt <= attempts; attempt++ {
 		c := newRealCluster(t, cfg)
 		var why string
@@ -140,8 +143,9 @@ func clRetry(t *testing.T, cfg clConfig, scenario func(c *realCluster)) {
 			return
 		}
 		t.Logf("attempt %d of %d inconclusive, %s", attempt, attempts, why)
+		reasons = append(reasons, fmt.Sprintf("attempt %d: %s", attempt, why))
 	}
-	t.Skipf("every attempt was inconclusive: the box is too loaded to evaluate this test")
+	t.Fatalf("every attempt was inconclusive, so nothing was tested (the box is too loaded to evaluate this test):\n%s", strings.Join(reasons, "\n"))
 }
 
 // ---------------------------------------------------------------------------

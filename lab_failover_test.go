@@ -203,16 +203,29 @@ func TestLabLeaderKilled(t *testing.T) {
 }
 
 // labRequireNoOverlaps fails the test if two nodes recorded leader-only
-// work at overlapping times in the cluster's work log.
+// work at overlapping times in the cluster's work log. Nothing excuses an
+// overlap (docs/safety.md assumes only bounded clock-rate drift).
 func labRequireNoOverlaps(t *testing.T, c *lab.Cluster) {
+	t.Helper()
+	overlaps := labOverlaps(t, c)
+	for _, o := range overlaps {
+		t.Errorf("overlapping leader-only work: %s", o)
+	}
+	if len(overlaps) > 0 {
+		records, _ := lab.ReadWorkLog(c.WorkLog())
+		t.Fatalf("%d overlaps of leader-only work; work log:\n%s", len(overlaps), lab.WorkSummary(records))
+	}
+}
+
+// labOverlaps reads the cluster's work log and returns the overlaps of
+// leader-only work in it.
+func labOverlaps(t *testing.T, c *lab.Cluster) []lab.Overlap {
 	t.Helper()
 	records, err := lab.ReadWorkLog(c.WorkLog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range lab.FindOverlaps(records, labTickMs*time.Millisecond, lab.DefaultMargin) {
-		t.Errorf("overlapping leader-only work: %s", o)
-	}
+	return lab.FindOverlaps(records, labTickMs*time.Millisecond, lab.DefaultMargin)
 }
 
 // Membership / GhostTTL: a member whose connection dropped stays counted,

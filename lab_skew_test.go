@@ -1,33 +1,31 @@
 package leader
 
 import (
-	"fmt"
 	"time"
-
-	"ergo.services/actor/leader/internal/lab"
 )
 
 // cutNotice is when the two sides of a cut learnt of it, as the nodes'
 // frameworks logged the ends of their connections (millisecond
-// resolution).
+// resolution). It is for the logs only: no check of the work log depends
+// on it.
 type cutNotice struct {
 	leader  string    // the cut-off leader's node
 	noticed time.Time // when it logged the last of its lost connections
 	lag     time.Duration
-	known   bool // false: a log did not say (a framework that logs no such line)
+	known   bool // false: a log did not say (a framework that logs no such line, or an end never noticed)
 }
 
 // leaderNotice finds when the cut-off leader's framework reported the last
 // of its connections to the majority ended, and how much later that was
 // than the first majority node's framework reported its connection to the
-// leader ended.
+// leader ended, and logs it.
 //
-// That lag is what assumption A2 (docs/safety.md) bounds by
-// ElectionTimeoutMin/30: the majority may fail over a step after it
-// noticed, and the leader's IsLeader turns false when it notices. The lab
-// releases the aborts of every namespace together, but a shell's wake-up
-// and the exec of ss still leave them apart, by 5 to 16 ms on an idle box
-// and 30 ms and more on a loaded one.
+// The lab releases the aborts of every namespace together, but a shell's
+// wake-up and the exec of ss still leave them apart, by 5 to 16 ms on an
+// idle box and 30 ms and more on a loaded one; a one-sided cut leaves the
+// leader's end unreported for good. Safety does not care (docs/safety.md:
+// it assumes nothing about when either end notices), so this is a figure
+// for the log, not an excuse for an overlap.
 func (s *labScenario) leaderNotice(since time.Time, leader int, majority []int) cutNotice {
 	s.t.Helper()
 	n := cutNotice{leader: string(s.Node(leader).Name)}
@@ -37,7 +35,8 @@ func (s *labScenario) leaderNotice(since time.Time, leader int, majority []int) 
 		mine, ok1 := own[string(s.Node(j).Name)]
 		theirs, ok2 := s.ConnectionEnds(j, since)[n.leader]
 		if ok1 == false || ok2 == false {
-			s.t.Logf("the logs do not say when the connection between %s and %s ended", n.leader, s.Node(j).Name)
+			s.t.Logf("the logs do not say when the connection between %s and %s ended (%s's end: %v, %s's end: %v)",
+				n.leader, s.Node(j).Name, n.leader, ok1, s.Node(j).Name, ok2)
 			return n
 		}
 		if mine.After(n.noticed) {
@@ -52,37 +51,11 @@ func (s *labScenario) leaderNotice(since time.Time, leader int, majority []int) 
 	return n
 }
 
-// requireNoOverlapsAfter fails the test if two nodes did leader-only work at
-// once (the work log). An overlap of the cut-off leader that began before
-// its framework reported the cut (plus a unit of work, the margin and the
-// log's millisecond) does not fail it when that report came later than
-// assumption A2 allows after the majority's (leaderNotice): until then
-// IsLeader rightly holds, and the harness, not the library, let the
-// majority fail over first. If every overlap is of that kind the attempt is
-// inconclusive; any other overlap fails.
-func (s *labScenario) requireNoOverlapsAfter(tm labTimings, cut cutNotice) {
+// requireNoOverlaps fails the test if two nodes did leader-only work at
+// once (the work log), whatever either end of a cut noticed and when: the
+// library's safety rests on bounded clock-rate drift alone, so no overlap
+// is excused and none makes an attempt inconclusive.
+func (s *labScenario) requireNoOverlaps() {
 	s.t.Helper()
-	records, err := lab.ReadWorkLog(s.WorkLog())
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	tick := labTickMs * time.Millisecond
-	overlaps := lab.FindOverlaps(records, tick, lab.DefaultMargin)
-	if len(overlaps) == 0 {
-		return
-	}
-	a2 := tm.electionMin()/30 + time.Millisecond
-	excused := 0
-	for _, o := range overlaps {
-		involved := o.A == cut.leader || o.B == cut.leader
-		if cut.known && cut.lag > a2 && involved && o.Start.After(cut.noticed.Add(tick+lab.DefaultMargin+time.Millisecond)) == false {
-			excused++
-			continue
-		}
-		s.t.Errorf("overlapping leader-only work: %s", o)
-	}
-	if excused == len(overlaps) {
-		panic(labInconclusive{why: fmt.Sprintf("the cut-off leader's framework reported the cut %s after the majority's, beyond assumption A2 (%s), and every overlap of leader-only work began before that report (first: %s)",
-			labMs(cut.lag), labMs(a2), overlaps[0])})
-	}
+	labRequireNoOverlaps(s.t, s.Cluster)
 }

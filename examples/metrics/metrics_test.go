@@ -128,18 +128,18 @@ func waitScrape(t *testing.T, url, what string, cond func(s scraped) (bool, stri
 
 // exported are the metrics every live actor must have, with their type.
 var exported = map[string]dto.MetricType{
-	"leader_elections_started_total":  dto.MetricType_COUNTER,
-	"leader_elections_won_total":      dto.MetricType_COUNTER,
-	"leader_elections_lost_total":     dto.MetricType_COUNTER,
-	"leader_changes_total":            dto.MetricType_COUNTER,
-	"leader_is_leader":                dto.MetricType_GAUGE,
-	"leader_term":                     dto.MetricType_GAUGE,
-	"leader_view_size":                dto.MetricType_GAUGE,
-	"leader_quorum":                   dto.MetricType_GAUGE,
-	"leader_leaderless_seconds":       dto.MetricType_GAUGE,
-	"leader_leaderless_seconds_total": dto.MetricType_COUNTER,
-	"leader_last_failover_gap_seconds":    dto.MetricType_GAUGE,
-	"leader_last_leaderless_seconds":  dto.MetricType_GAUGE,
+	"leader_elections_started_total":   dto.MetricType_COUNTER,
+	"leader_elections_won_total":       dto.MetricType_COUNTER,
+	"leader_elections_lost_total":      dto.MetricType_COUNTER,
+	"leader_changes_total":             dto.MetricType_COUNTER,
+	"leader_is_leader":                 dto.MetricType_GAUGE,
+	"leader_term":                      dto.MetricType_GAUGE,
+	"leader_view_size":                 dto.MetricType_GAUGE,
+	"leader_quorum":                    dto.MetricType_GAUGE,
+	"leader_leaderless_seconds":        dto.MetricType_GAUGE,
+	"leader_leaderless_seconds_total":  dto.MetricType_COUNTER,
+	"leader_last_failover_gap_seconds": dto.MetricType_GAUGE,
+	"leader_last_leaderless_seconds":   dto.MetricType_GAUGE,
 }
 
 func nodeNames(c *cluster) []string {
