@@ -8,6 +8,10 @@
 //
 //   - a partition is a route in both namespaces that drops (CutSilent) or
 //     rejects (CutAbort) every packet between two nodes, on every link;
+//   - a one-sided abort leaves one side (the quiet side) silent while the
+//     other sees its links fail: its resets never leave its namespace
+//     (CutAbortOneSided) or are dropped on arrival by an nftables rule
+//     (CutAbortResetLost);
 //   - a crash is a killed process (Node.Kill, SIGKILL) or a lost connection
 //     (CutAbort);
 //   - a stall is SIGSTOP/SIGCONT (Node.Stall, Node.Resume);

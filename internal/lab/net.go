@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,14 +38,47 @@ const (
 	// Heal. This is a failure that the hosts notice at once: a peer's host
 	// rebooting, an interface going away, a firewall that rejects.
 	CutAbort
+	// CutAbortOneSided is an abort that only one side sees: a reset that
+	// never reaches the other end (conntrack or NAT state lost in between,
+	// a firewall that rejects on one side only). The quiet side (the first
+	// group passed to PartitionWith, or i in CutWith(mode, i, j)) gets
+	// blackhole routes, so whatever it sends is dropped without a trace,
+	// and none of its sockets is aborted: its runtime keeps its links and
+	// its sends keep succeeding, so it reports nothing. The other side gets
+	// unreachable routes and its sockets to the quiet side aborted (ss -K):
+	// it sees its links fail at once and every redial fail, and the resets
+	// its aborts and its kernel send cannot leave its namespace. Pairs of
+	// which neither side is quiet are cut as with CutAbort.
+	CutAbortOneSided
+	// CutAbortResetLost is an abort whose resets are sent and lost on the
+	// way in: the other side (as with CutAbortOneSided) aborts its sockets
+	// to the quiet side, and its resets do leave its host, but an nftables
+	// rule in the quiet side's namespace drops every incoming TCP segment
+	// with the RST flag from it. To keep the two apart, the other side's
+	// namespace drops everything it sends to the quiet side except TCP
+	// resets (so its redials fail at once, and what the quiet side still
+	// sends on its old links is answered by resets that are dropped in
+	// turn). The quiet side sees silence and reports nothing. It needs the
+	// nft command; without it the test is skipped, or fails under
+	// LEADER_LAB=require. Pairs of which neither side is quiet are cut as
+	// with CutAbort.
+	CutAbortResetLost
 )
 
 func (m CutMode) String() string {
-	if m == CutAbort {
+	switch m {
+	case CutAbort:
 		return "abort"
+	case CutAbortOneSided:
+		return "abort-one-sided"
+	case CutAbortResetLost:
+		return "abort-reset-lost"
 	}
 	return "silent"
 }
+
+// oneSided reports whether the mode has a quiet side.
+func (m CutMode) oneSided() bool { return m == CutAbortOneSided || m == CutAbortResetLost }
 
 // Prefixes of everything the lab creates, so that a later run can recognise
 // and remove what a killed run left behind. Namespaces are
@@ -72,6 +106,11 @@ type Net struct {
 	mu   sync.Mutex
 	cuts map[[2]int]CutMode
 	deaf map[int]bool
+	// the nftables rules of CutAbortResetLost, per namespace: the
+	// addresses whose incoming resets it drops, and the addresses to which
+	// it sends nothing but resets
+	dropRST map[int]map[string]bool
+	onlyRST map[int]map[string]bool
 }
 
 // Available reports why the lab cannot run here, or "" if it can: it needs
@@ -116,10 +155,12 @@ func NewNet(t testing.TB, n int) *Net {
 	tag := strconv.FormatInt(int64(pid), 36) + "x" + strconv.FormatInt(seq, 36)
 	subnet := 1 + int(seq%250)
 	nt := &Net{
-		t:      t,
-		bridge: bridgePrefix + tag,
-		cuts:   make(map[[2]int]CutMode),
-		deaf:   make(map[int]bool),
+		t:       t,
+		bridge:  bridgePrefix + tag,
+		cuts:    make(map[[2]int]CutMode),
+		deaf:    make(map[int]bool),
+		dropRST: make(map[int]map[string]bool),
+		onlyRST: make(map[int]map[string]bool),
 	}
 	t.Cleanup(nt.remove)
 	nt.must("ip", "link", "add", nt.bridge, "type", "bridge")
@@ -165,15 +206,32 @@ func (nt *Net) Cut(i, j int) { nt.CutWith(CutSilent, i, j) }
 func (nt *Net) CutFast(i, j int) { nt.CutWith(CutAbort, i, j) }
 
 // CutWith stops all traffic between nodes i and j in the given mode. A pair
-// already cut is re-cut in the new mode.
+// already cut is re-cut in the new mode. With CutAbortOneSided and
+// CutAbortResetLost, i is the quiet side.
 func (nt *Net) CutWith(mode CutMode, i, j int) {
 	nt.t.Helper()
 	if i == j {
 		return
 	}
+	nt.requireTools(mode)
 	nt.mu.Lock()
 	defer nt.mu.Unlock()
-	nt.cutPairs(mode, [][2]int{pairKey(i, j)})
+	nt.cutPairs(mode, [][2]int{pairKey(i, j)}, map[int]bool{i: true})
+}
+
+// requireTools skips the test, or fails it under LEADER_LAB=require, when
+// mode needs a command that is missing.
+func (nt *Net) requireTools(mode CutMode) {
+	nt.t.Helper()
+	if mode != CutAbortResetLost {
+		return
+	}
+	if _, err := exec.LookPath("nft"); err != nil {
+		if os.Getenv("LEADER_LAB") == "require" {
+			nt.t.Fatalf("lab: %s needs the nft command (apt-get install nftables): %v", mode, err)
+		}
+		nt.t.Skipf("lab: %s needs the nft command (apt-get install nftables): %v", mode, err)
+	}
 }
 
 // cutPairs cuts every pair in the given mode; nt.mu is held.
@@ -182,38 +240,149 @@ func (nt *Net) CutWith(mode CutMode, i, j int) {
 // resets that aborting sends cannot reach the other side: each side learns
 // from its own abort. Then every namespace aborts its sockets to all the
 // nodes it is cut from at the same moment (one ss per namespace, all
-// started together). Aborting one side after the other would give that
-// side's runtime a head start of one process spawn, tens of milliseconds on
-// a loaded box, which no lost connection in the field has: a connection
-// that fails is seen by both hosts within a network round trip. The
-// library states that bound as its assumption A2 (docs/safety.md), and a
-// harness that broke it would test a failure the library does not claim
-// to survive. What remains is the jitter of starting the processes
-// together.
-func (nt *Net) cutPairs(mode CutMode, pairs [][2]int) {
+// started together), as a connection that fails is seen by both hosts
+// within a network round trip in the field. What remains is the jitter of
+// starting the processes together. The library's safety does not depend
+// on it (docs/safety.md assumes nothing about when either end notices);
+// its opt-in AssumeSymmetricConnectionLoss does, and the one-sided modes
+// are the faults that break it.
+// With the one-sided modes, quiet holds the namespaces of the quiet side:
+// a pair with exactly one quiet side is cut one-sidedly (the quiet side is
+// never aborted), any other pair as with CutAbort.
+func (nt *Net) cutPairs(mode CutMode, pairs [][2]int, quiet map[int]bool) {
 	nt.t.Helper()
-	kind := "blackhole"
-	if mode == CutAbort {
-		kind = "unreachable"
-	}
-	cutFrom := make(map[int][]string) // namespace -> the addresses it is cut from
+	routes := make(map[int][]string) // namespace -> "kind address" routes to install
+	abort := make(map[int][]string)  // namespace -> the addresses whose sockets it aborts
+	var unroute [][2]int             // (namespace, peer) routes to remove once the nft rules are in
+	nftChanged := make(map[int]bool)
 	for _, key := range pairs {
 		i, j := key[0], key[1]
-		cutFrom[i] = append(cutFrom[i], nt.ips[j])
-		cutFrom[j] = append(cutFrom[j], nt.ips[i])
-		nt.cuts[key] = mode
+		pairMode := mode
+		if mode.oneSided() && quiet[i] == quiet[j] {
+			pairMode = CutAbort
+		}
+		// a re-cut pair drops the nftables rules of its previous mode,
+		// unless it is cut that way again
+		if nt.cuts[key] == CutAbortResetLost && pairMode != CutAbortResetLost {
+			nt.clearNft(i, j, nftChanged)
+		}
+		nt.cuts[key] = pairMode
+		switch pairMode {
+		case CutSilent:
+			routes[i] = append(routes[i], "blackhole "+nt.ips[j])
+			routes[j] = append(routes[j], "blackhole "+nt.ips[i])
+		case CutAbort:
+			routes[i] = append(routes[i], "unreachable "+nt.ips[j])
+			routes[j] = append(routes[j], "unreachable "+nt.ips[i])
+			abort[i] = append(abort[i], nt.ips[j])
+			abort[j] = append(abort[j], nt.ips[i])
+		case CutAbortOneSided:
+			q, o := i, j
+			if quiet[j] {
+				q, o = j, i
+			}
+			routes[q] = append(routes[q], "blackhole "+nt.ips[o])
+			routes[o] = append(routes[o], "unreachable "+nt.ips[q])
+			abort[o] = append(abort[o], nt.ips[q])
+		case CutAbortResetLost:
+			q, o := i, j
+			if quiet[j] {
+				q, o = j, i
+			}
+			nt.addNft(nt.dropRST, q, nt.ips[o])
+			nt.addNft(nt.onlyRST, o, nt.ips[q])
+			nftChanged[q], nftChanged[o] = true, true
+			unroute = append(unroute, [2]int{q, o}, [2]int{o, q})
+			abort[o] = append(abort[o], nt.ips[q])
+		}
+	}
+	// The nftables rules first: a pair re-cut from a route to rules is
+	// never open in between.
+	if len(nftChanged) > 0 {
+		nt.applyNft(nftChanged)
+	}
+	for _, side := range unroute {
+		nt.delRoute(side[0], side[1])
 	}
 	// "replace" re-cuts a pair already cut in place: no instant in which
 	// the two can reach each other (a redial would slip through).
-	nt.inEvery(cutFrom, func(ips []string) ([]string, string) {
-		var batch strings.Builder
-		for _, ip := range ips {
-			fmt.Fprintf(&batch, "route replace %s %s/32\n", kind, ip)
+	if len(routes) > 0 {
+		nt.inEvery(routes, func(_ int, lines []string) ([]string, string) {
+			var batch strings.Builder
+			for _, line := range lines {
+				fmt.Fprintf(&batch, "route replace %s/32\n", line)
+			}
+			return []string{"ip", "-batch", "-"}, batch.String()
+		})
+	}
+	if len(abort) > 0 {
+		nt.abortTogether(abort)
+	}
+}
+
+// cutTable is the nftables table of CutAbortResetLost in a namespace.
+const cutTable = "leaderlab-cut"
+
+func (nt *Net) addNft(rules map[int]map[string]bool, ns int, ip string) {
+	if rules[ns] == nil {
+		rules[ns] = make(map[string]bool)
+	}
+	rules[ns][ip] = true
+}
+
+// clearNft removes the CutAbortResetLost rules between i and j from the
+// bookkeeping and marks the namespaces to rewrite; nt.mu is held.
+func (nt *Net) clearNft(i, j int, changed map[int]bool) {
+	for _, side := range [][2]int{{i, j}, {j, i}} {
+		delete(nt.dropRST[side[0]], nt.ips[side[1]])
+		delete(nt.onlyRST[side[0]], nt.ips[side[1]])
+		changed[side[0]] = true
+	}
+}
+
+// applyNft rewrites the CutAbortResetLost table of every namespace in ns
+// from the bookkeeping, atomically per namespace (one nft transaction), in
+// all of them at the same time; nt.mu is held.
+func (nt *Net) applyNft(ns map[int]bool) {
+	nt.t.Helper()
+	work := make(map[int][]string)
+	for i := range ns {
+		work[i] = nil
+	}
+	set := func(ips map[string]bool) string {
+		list := make([]string, 0, len(ips))
+		for ip := range ips {
+			list = append(list, ip)
 		}
-		return []string{"ip", "-batch", "-"}, batch.String()
-	})
-	if mode == CutAbort {
-		nt.abortTogether(cutFrom)
+		slices.Sort(list)
+		return "{ " + strings.Join(list, ", ") + " }"
+	}
+	scripts := make(map[int]string)
+	for i := range ns {
+		var b strings.Builder
+		// create it if absent, so that the delete cannot fail
+		fmt.Fprintf(&b, "table inet %s\ndelete table inet %s\n", cutTable, cutTable)
+		if len(nt.dropRST[i]) > 0 || len(nt.onlyRST[i]) > 0 {
+			fmt.Fprintf(&b, "table inet %s {\n", cutTable)
+			if len(nt.dropRST[i]) > 0 {
+				fmt.Fprintf(&b, " chain input {\n  type filter hook input priority 0; policy accept;\n  ip saddr %s tcp flags & rst == rst drop\n }\n", set(nt.dropRST[i]))
+			}
+			if len(nt.onlyRST[i]) > 0 {
+				fmt.Fprintf(&b, " chain output {\n  type filter hook output priority 0; policy accept;\n  ip daddr %s tcp flags & rst == rst accept\n  ip daddr %s drop\n }\n", set(nt.onlyRST[i]), set(nt.onlyRST[i]))
+			}
+			b.WriteString("}\n")
+		}
+		scripts[i] = b.String()
+	}
+	nt.inEvery(work, func(i int, _ []string) ([]string, string) { return []string{"nft", "-f", "-"}, scripts[i] })
+}
+
+// delRoute removes node i's route to node j, if any; nt.mu is held.
+func (nt *Net) delRoute(i, j int) {
+	nt.t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", nt.ns[i], "ip", "route", "del", nt.ips[j]+"/32").CombinedOutput()
+	if err != nil && strings.Contains(string(out), "No such process") == false {
+		nt.t.Errorf("lab: remove the route %d->%d: %v: %s", i, j, err, out)
 	}
 }
 
@@ -278,15 +447,15 @@ func (nt *Net) abortTogether(work map[int][]string) {
 // shellQuote quotes s for sh.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// inEvery runs, in every namespace of work at the same time, the command
-// that command returns for its addresses (with the given standard input),
-// and fails the test if any of them fails; nt.mu is held.
-func (nt *Net) inEvery(work map[int][]string, command func(ips []string) (args []string, stdin string)) {
+// inEvery runs, in every namespace i of work at the same time, the command
+// that command returns for it and its entries (with the given standard
+// input), and fails the test if any of them fails; nt.mu is held.
+func (nt *Net) inEvery(work map[int][]string, command func(i int, entries []string) (args []string, stdin string)) {
 	nt.t.Helper()
 	var wg sync.WaitGroup
 	failures := make(chan string, len(work))
 	for i, ips := range work {
-		args, stdin := command(ips)
+		args, stdin := command(i, ips)
 		args = append([]string{"ip", "netns", "exec", nt.ns[i]}, args...)
 		wg.Add(1)
 		go func() {
@@ -314,14 +483,18 @@ func (nt *Net) Heal(i, j int) {
 }
 
 func (nt *Net) heal(key [2]int) {
-	if _, ok := nt.cuts[key]; ok == false {
+	nt.t.Helper()
+	mode, ok := nt.cuts[key]
+	if ok == false {
 		return
 	}
-	for _, side := range [][2]int{{key[0], key[1]}, {key[1], key[0]}} {
-		out, err := exec.Command("ip", "netns", "exec", nt.ns[side[0]], "ip", "route", "del", nt.ips[side[1]]+"/32").CombinedOutput()
-		if err != nil && strings.Contains(string(out), "No such process") == false {
-			nt.t.Errorf("lab: heal %d-%d: %v: %s", key[0], key[1], err, out)
-		}
+	if mode == CutAbortResetLost {
+		changed := make(map[int]bool)
+		nt.clearNft(key[0], key[1], changed)
+		nt.applyNft(changed)
+	} else {
+		nt.delRoute(key[0], key[1])
+		nt.delRoute(key[1], key[0])
 	}
 	delete(nt.cuts, key)
 }
@@ -330,9 +503,20 @@ func (nt *Net) heal(key [2]int) {
 // in no group are cut from everyone. Pairs inside a group are healed.
 func (nt *Net) Partition(groups ...[]int) { nt.PartitionWith(CutSilent, groups...) }
 
-// PartitionWith is Partition with the given cut mode.
+// PartitionWith is Partition with the given cut mode. With
+// CutAbortOneSided and CutAbortResetLost the first group is the quiet side
+// toward every other group: it keeps silent links and is never aborted,
+// while the other groups see their links to it fail (see the modes); pairs
+// between two other groups are cut as with CutAbort.
 func (nt *Net) PartitionWith(mode CutMode, groups ...[]int) {
 	nt.t.Helper()
+	nt.requireTools(mode)
+	quiet := make(map[int]bool)
+	if mode.oneSided() && len(groups) > 0 {
+		for _, i := range groups[0] {
+			quiet[i] = true
+		}
+	}
 	group := make([]int, len(nt.ns))
 	for i := range group {
 		group[i] = -1 - i // alone
@@ -356,7 +540,7 @@ func (nt *Net) PartitionWith(mode CutMode, groups ...[]int) {
 	}
 	// one cut of all the pairs: with CutAbort, every link between the
 	// groups fails at the same moment (cutPairs)
-	nt.cutPairs(mode, cut)
+	nt.cutPairs(mode, cut, quiet)
 }
 
 // HealAll removes every cut and every Deafen.

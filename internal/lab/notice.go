@@ -15,14 +15,14 @@ var connectionEndLine = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d
 // moments its framework reported that its connection with another node
 // ended, at or after since: the first such moment per peer node name.
 //
-// A test uses it to check the premise of an aborted cut: both ends of a
-// lost connection notice it within ElectionTimeoutMin/30 of each other
-// (assumption A2, docs/safety.md). The lab releases the aborts of every
-// namespace together, but on a loaded box one namespace's abort can still
-// run tens of milliseconds after another's, and then a test of the fast
-// failover tests a failure the library does not claim to survive. The log
-// has millisecond resolution; lines it cannot parse are skipped, and a
-// framework that logs no such line yields nothing.
+// A test uses it to log when each end of a cut noticed it, and to check
+// that a one-sided cut (CutAbortOneSided, CutAbortResetLost) really left
+// its quiet side unaware. The library's safety does not depend on when
+// either end notices (docs/safety.md); only the opt-in
+// AssumeSymmetricConnectionLoss assumes both do within
+// ElectionTimeoutMin/30. The log has millisecond resolution; lines it
+// cannot parse are skipped, and a framework that logs no such line yields
+// nothing.
 func (c *Cluster) ConnectionEnds(i int, since time.Time) map[string]time.Time {
 	n := c.nodes[i]
 	n.mu.Lock()
