@@ -35,6 +35,11 @@ const (
 	labParamGhost    = "ghost_ttl"
 	labParamTick     = "tick_ms"
 	labParamDiscover = "discover_ms"
+	// labParamSymmetricLoss (any non-empty value) turns on
+	// Options.AssumeSymmetricConnectionLoss, the opt-in that trades the
+	// assumption that both ends of a lost connection notice it together
+	// for faster renewals (docs/safety.md).
+	labParamSymmetricLoss = "assume_symmetric_loss"
 )
 
 // Parameters that turn off one mechanism of the protocol (any non-empty
@@ -230,6 +235,8 @@ func (a *labActor) Init(args ...any) (Options, error) {
 		ElectionTimeoutMax: c.ParamInt(labParamElectMax, 0),
 		HeartbeatInterval:  c.ParamInt(labParamHB, 0),
 		GhostTTL:           c.ParamInt(labParamGhost, 0),
+
+		AssumeSymmetricConnectionLoss: c.Param(labParamSymmetricLoss) != "",
 	}, nil
 }
 
