@@ -296,6 +296,13 @@ func (nt *Net) cutPairs(mode CutMode, pairs [][2]int, quiet map[int]bool) {
 			abort[o] = append(abort[o], nt.ips[q])
 		}
 	}
+	// The aborts are ready before anything changes, so that they follow
+	// the cut closely.
+	var aborts *aborter
+	if len(abort) > 0 {
+		aborts = nt.prepareAbort(abort)
+		defer aborts.close()
+	}
 	// The nftables rules first: a pair re-cut from a route to rules is
 	// never open in between.
 	if len(nftChanged) > 0 {
@@ -315,8 +322,8 @@ func (nt *Net) cutPairs(mode CutMode, pairs [][2]int, quiet map[int]bool) {
 			return []string{"ip", "-batch", "-"}, batch.String()
 		})
 	}
-	if len(abort) > 0 {
-		nt.abortTogether(abort)
+	if aborts != nil {
+		aborts.release()
 	}
 }
 
@@ -386,26 +393,39 @@ func (nt *Net) delRoute(i, j int) {
 	}
 }
 
-// abortTogether aborts, in every namespace of work, the TCP sockets to the
-// addresses listed for it, in all of them at the same moment; nt.mu is
-// held. Starting one ss per namespace together still leaves them apart by
-// the jitter of a process spawn, which on a loaded box is tens of
-// milliseconds: so each namespace first gets a shell that says it is ready
-// and waits, and once all of them wait, one write per shell releases them
-// together. What remains apart is a shell's wake-up and the exec of ss.
-func (nt *Net) abortTogether(work map[int][]string) {
+// Aborting: starting one ss per namespace together still leaves them apart
+// by the jitter of a process spawn, which on a loaded box is tens of
+// milliseconds. So each namespace first gets a shell that says it is ready
+// and waits (prepareAbort), and once all of them wait, one write per shell
+// releases them together (aborter.release). What remains apart is a
+// shell's wake-up and the exec of ss.
+
+// aborter is a set of shells, one per namespace, each waiting to abort its
+// sockets (prepareAbort).
+type aborter struct {
+	nt     *Net
+	shells []abortShell
+}
+
+type abortShell struct {
+	cmd     *exec.Cmd
+	release io.WriteCloser
+	out     *bytes.Buffer
+	ready   *bufio.Reader
+}
+
+// prepareAbort starts, in every namespace of work, a shell that will abort
+// the TCP sockets to the addresses listed for it, and waits until all of
+// them are ready. A cut prepares its aborts before it changes any route or
+// rule, so that the aborts follow the cut by a shell's wake-up, not by a
+// process spawn. Close it (deferred) whether or not it was released.
+func (nt *Net) prepareAbort(work map[int][]string) *aborter {
 	nt.t.Helper()
-	type waiting struct {
-		cmd     *exec.Cmd
-		release io.WriteCloser
-		out     *bytes.Buffer
-		ready   *bufio.Reader
-	}
-	var shells []waiting
+	a := &aborter{nt: nt}
+	ok := false
 	defer func() {
-		for _, w := range shells {
-			w.release.Close()
-			w.cmd.Wait()
+		if ok == false {
+			a.close()
 		}
 	}()
 	for i, ips := range work {
@@ -424,24 +444,41 @@ func (nt *Net) abortTogether(work map[int][]string) {
 		if err := cmd.Start(); err != nil {
 			nt.t.Fatalf("lab: abort in %s: %v", nt.ns[i], err)
 		}
-		shells = append(shells, waiting{cmd: cmd, release: stdin, out: out, ready: bufio.NewReader(stdout)})
+		a.shells = append(a.shells, abortShell{cmd: cmd, release: stdin, out: out, ready: bufio.NewReader(stdout)})
 	}
-	for _, w := range shells {
+	for _, w := range a.shells {
 		if line, err := w.ready.ReadString('\n'); err != nil || line != "ready\n" {
 			nt.t.Fatalf("lab: abort: %s: %q, %v: %s", w.cmd, line, err, w.out)
 		}
 	}
-	for _, w := range shells {
+	ok = true
+	return a
+}
+
+// release makes every shell abort its sockets at once and waits for them.
+func (a *aborter) release() {
+	a.nt.t.Helper()
+	for _, w := range a.shells {
 		io.WriteString(w.release, "go\n")
 	}
+	shells := a.shells
+	a.shells = nil
 	for _, w := range shells {
 		w.release.Close()
 		io.Copy(io.Discard, w.ready)
 		if err := w.cmd.Wait(); err != nil {
-			nt.t.Fatalf("lab: abort: %s: %v: %s", w.cmd, err, w.out)
+			a.nt.t.Fatalf("lab: abort: %s: %v: %s", w.cmd, err, w.out)
 		}
 	}
-	shells = nil
+}
+
+// close ends the shells not released (they exit without aborting).
+func (a *aborter) close() {
+	for _, w := range a.shells {
+		w.release.Close()
+		w.cmd.Wait()
+	}
+	a.shells = nil
 }
 
 // shellQuote quotes s for sh.
