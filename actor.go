@@ -178,6 +178,7 @@ type Actor struct {
 	behavior ActorBehavior
 	mailbox  gen.ProcessMailbox
 	trap     bool
+	retained bool // counted among its node's election actors (nodestate.go)
 
 	state        *election
 	pendingJoins []gen.ProcessID       // Join called from Init, before options exist
@@ -260,6 +261,8 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.state = newElection(cfg, a.PID(), a.Name(), a.rng, a.Log())
 	a.state.switches = a.switches
 	a.state.turns = turnsOf(a.Node(), a.switches)
+	retainNode(a.Node())
+	a.retained = true
 	a.state.start(a.clock())
 	for _, peer := range a.pendingJoins {
 		a.state.join(peer)
@@ -267,6 +270,11 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.pendingJoins = nil
 	err = a.flush()
 	a.syncTimers()
+	if err != nil && a.retained {
+		// the framework runs no ProcessTerminate for a failed init
+		a.retained = false
+		releaseNode(a.Node())
+	}
 	return err
 }
 
@@ -592,6 +600,10 @@ func (a *Actor) ProcessTerminate(reason error) {
 	}
 	if a.state != nil {
 		a.tellTurns(a.state.leaveGate(a.clock()))
+	}
+	if a.retained {
+		a.retained = false
+		releaseNode(a.Node())
 	}
 	a.behavior.Terminate(reason)
 }

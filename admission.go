@@ -207,6 +207,19 @@ func (g *campaignGate) dropIfIdle() {
 	campaignGates.Unlock()
 }
 
+// forgetGate drops node's gate; whoever still holds it asks again.
+func forgetGate(node gen.Node) {
+	campaignGates.Lock()
+	g := campaignGates.byNode[node]
+	delete(campaignGates.byNode, node)
+	campaignGates.Unlock()
+	if g != nil {
+		g.mu.Lock()
+		g.dropped = true
+		g.mu.Unlock()
+	}
+}
+
 // turnGate is an election's view of its node's campaign gate. The actor
 // gives it nodeTurns; the election's unit tests give it none (no gate) or
 // a gate of their own.

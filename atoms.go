@@ -1,7 +1,7 @@
 package leader
 
 import (
-	"sync"
+	"unique"
 
 	"ergo.services/ergo/gen"
 )
@@ -15,21 +15,18 @@ import (
 // the hub compares are interned first, so equal names share their bytes
 // and compare by pointer.
 //
-// The table only grows with the names of nodes this node has heard from
-// or joined elections with: a peer cannot choose the name it arrives
-// under beyond its own.
-var atoms sync.Map // gen.Atom -> the same gen.Atom, the first one stored
+// The table is the standard library's unique package: its entries go when
+// nothing holds their handle any more, so it does not grow with every node
+// name a long-lived process has ever met (a new pod name per deploy).
+// Interning keeps no handle: a name interned again after its entry went
+// gets new bytes, which costs a byte-by-byte comparison, never a wrong one.
 
 // intern returns the table's copy of a.
 func intern(a gen.Atom) gen.Atom {
 	if a == "" {
 		return a
 	}
-	if v, ok := atoms.Load(a); ok {
-		return v.(gen.Atom)
-	}
-	v, _ := atoms.LoadOrStore(a, a)
-	return v.(gen.Atom)
+	return gen.Atom(unique.Make(string(a)).Value())
 }
 
 // internPID returns pid with its node name interned.

@@ -363,6 +363,80 @@ type connectionBoard struct {
 	// starvedAt is, per node, when a timer of one of its elections last
 	// fired late by more than starvedLateness (markStarved)
 	starvedAt map[gen.Node]time.Time
+	sweptAt   time.Time // the last sweepLocked
+}
+
+// boardRetention is how long the board keeps what it recorded about a
+// connection: far longer than any bound the entries serve (a silence bound,
+// a redial pause, a dial's sharing window). boardSweepEvery is how often it
+// looks for what to forget.
+const (
+	boardRetention  = 2 * time.Minute
+	boardSweepEvery = 10 * time.Second
+)
+
+// forget drops every entry of node.
+func (b *connectionBoard) forget(node gen.Node) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range []map[connectionKey]time.Time{b.reset, b.redialAt} {
+		for key := range m {
+			if key.node == node {
+				delete(m, key)
+			}
+		}
+	}
+	for key := range b.inbound {
+		if key.node == node {
+			delete(b.inbound, key)
+		}
+	}
+	for key := range b.failures {
+		if key.node == node {
+			delete(b.failures, key)
+		}
+	}
+	delete(b.starvedAt, node)
+}
+
+// sweepLocked forgets, at most every boardSweepEvery, the entries older
+// than boardRetention and every entry of a node that has stopped, so that
+// the board, shared by the whole OS process, does not grow with the node
+// names and node instances it has seen (a new pod name per deploy, a node
+// restarted in the same process); b.mu is held.
+func (b *connectionBoard) sweepLocked(now time.Time) {
+	if now.Sub(b.sweptAt) < boardSweepEvery && now.Sub(b.sweptAt) >= 0 {
+		return
+	}
+	b.sweptAt = now
+	stale := func(key connectionKey, at time.Time) bool {
+		return now.Sub(at) > boardRetention || key.node.IsAlive() == false
+	}
+	for key, at := range b.reset {
+		if stale(key, at) {
+			delete(b.reset, key)
+		}
+	}
+	for key, s := range b.inbound {
+		if stale(key, s.since) {
+			delete(b.inbound, key)
+		}
+	}
+	for key, at := range b.redialAt {
+		if stale(key, at) {
+			delete(b.redialAt, key)
+		}
+	}
+	for key, f := range b.failures {
+		if stale(key, f.at) {
+			delete(b.failures, key)
+		}
+	}
+	for node, at := range b.starvedAt {
+		if now.Sub(at) > boardRetention || node.IsAlive() == false {
+			delete(b.starvedAt, node)
+		}
+	}
 }
 
 // markStarved records that a timer of an election of node fired late by
@@ -382,6 +456,7 @@ type connectionBoard struct {
 func (b *connectionBoard) markStarved(node gen.Node, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.sweepLocked(now)
 	if b.starvedAt == nil {
 		b.starvedAt = make(map[gen.Node]time.Time)
 	}
@@ -419,6 +494,7 @@ func (b *connectionBoard) holdRedial(node gen.Node, peer gen.Atom, until time.Ti
 func (b *connectionBoard) redialWait(node gen.Node, peer gen.Atom, now time.Time) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.sweepLocked(now)
 	key := connectionKey{node: node, peer: peer}
 	until, ok := b.redialAt[key]
 	if ok == false {
@@ -565,6 +641,7 @@ const (
 func (b *connectionBoard) sample(node gen.Node, peer gen.Atom, count uint64, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.sweepLocked(now)
 	key := connectionKey{node: node, peer: peer}
 	if old, ok := b.inbound[key]; ok && old.count == count {
 		return
@@ -585,6 +662,7 @@ func (b *connectionBoard) sample(node gen.Node, peer gen.Atom, count uint64, now
 func (b *connectionBoard) claim(node gen.Node, peer gen.Atom, count uint64, now time.Time, bound, minQuiet time.Duration) (verdict resetVerdict, quiet time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.sweepLocked(now)
 	key := connectionKey{node: node, peer: peer}
 	if at, ok := b.reset[key]; ok && now.Sub(at) < bound && now.Sub(at) >= 0 {
 		return resetRecent, 0

@@ -76,6 +76,8 @@ func (e *election) corroborated(from gen.PID, term uint64) bool {
 		_, member := e.members[node]
 		if member && e.termTooFar(t.term) && e.now.Sub(t.at) < e.cfg.ghostTTL {
 			terms = append(terms, t.term)
+		} else if member == false || e.now.Sub(t.at) >= e.cfg.ghostTTL {
+			delete(e.farTerms, node) // bounded by the view
 		}
 	}
 	need := e.quorum()

@@ -99,6 +99,7 @@ type hub struct {
 	// the shortest interval of the slots, recomputed after a join or leave
 	shortest       time.Duration
 	longestSilence time.Duration // the longest peerSilence of the slots
+	sweptAt        time.Time     // the last forgetGonePeers
 	intervalKnown  bool
 	reticks        int // since the last tick
 	// batchSize is the size of the last tick's msgBeats to each node: the
@@ -267,6 +268,26 @@ func (h *hub) armTick() {
 func (h *hub) tick() {
 	h.armTick() // first: a retick must know when the next tick comes
 	h.openRounds(h.order, true)
+	h.forgetGonePeers()
+}
+
+// forgetGonePeers drops, at most every boardSweepEvery, what the hub knows
+// of other nodes' hubs that have not been heard for boardRetention: their
+// routes and liveness. Node names come and go (a new pod name per deploy);
+// a node heard again starts afresh (its hub names its elections again,
+// routes.go).
+func (h *hub) forgetGonePeers() {
+	now := h.clock()
+	if now.Sub(h.sweptAt) < boardSweepEvery && now.Sub(h.sweptAt) >= 0 {
+		return
+	}
+	h.sweptAt = now
+	for node, p := range h.peers {
+		if now.Sub(p.heardAt) > boardRetention {
+			delete(h.peers, node)
+			delete(h.routes, node)
+		}
+	}
 }
 
 // quietBlock is how many quietUntil cells the hub allocates at once.

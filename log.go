@@ -31,6 +31,9 @@ func (e *election) logf(level logLevel, format string, args ...any) {
 	}
 }
 
+// maxWarnedKeys bounds the rate limits warnEvery keeps.
+const maxWarnedKeys = 256
+
 // warnEvery logs a warning at most once per every for the same key: a
 // condition a timer or a peer can repeat is reported, not flooded.
 func (e *election) warnEvery(key string, every time.Duration, format string, args ...any) {
@@ -39,6 +42,17 @@ func (e *election) warnEvery(key string, every time.Duration, format string, arg
 	}
 	if e.warned == nil {
 		e.warned = make(map[string]time.Time)
+	}
+	if len(e.warned) >= maxWarnedKeys {
+		// keys name peers: bounded, the rate limits of long-quiet ones go
+		for k, at := range e.warned {
+			if e.now.Sub(at) >= time.Hour {
+				delete(e.warned, k)
+			}
+		}
+		if len(e.warned) >= maxWarnedKeys {
+			clear(e.warned)
+		}
 	}
 	e.warned[key] = e.now
 	e.logf(levelWarning, format, args...)

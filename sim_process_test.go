@@ -274,6 +274,13 @@ func (n simGenNode) Name() gen.Atom       { return n.name }
 func (n simGenNode) PID() gen.PID         { return simCorePID(n.sim.nodes[n.name]) }
 func (n simGenNode) Network() gen.Network { return simGenNetwork{self: n.name, sim: n.sim} }
 
+// IsAlive reports whether the node runs: a crashed node does not, nor one
+// whose name a later start took over.
+func (n simGenNode) IsAlive() bool {
+	node := n.sim.nodes[n.name]
+	return node != nil && node.alive
+}
+
 // SpawnRegister starts a named process on the node (the liveness hub).
 func (n simGenNode) SpawnRegister(name gen.Atom, factory gen.ProcessFactory, options gen.ProcessOptions, args ...any) (gen.PID, error) {
 	node := n.sim.nodes[n.name]

@@ -544,6 +544,16 @@ func (s *simulator) crash(name gen.Atom) {
 	n.alive = false
 	n.procs = map[uint64]*simProcess{}
 	n.names = map[gen.Atom]*simProcess{}
+	// the killed OS process takes what the package kept for its node
+	forgetNode(simGenNode{name: name, sim: s})
+}
+
+// close ends the simulation as the end of every node's OS process would:
+// what the package keeps per node goes.
+func (s *simulator) close() {
+	for name := range s.nodes {
+		forgetNode(simGenNode{name: name, sim: s})
+	}
 }
 
 // sortedPIDs returns a map's PID keys in a fixed order: map iteration is

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"ergo.services/ergo/gen"
 )
@@ -36,6 +37,15 @@ func livenessBound(cfg config) time.Duration {
 
 func newSimTest(t testing.TB, seed uint64, network simNetwork) *simulator {
 	s := newSimulator(seed, network)
+	// at the end of the test, what the package keeps for the simulation's
+	// nodes goes; a weak pointer, so that the cleanup itself keeps no
+	// simulation of a test that runs thousands alive
+	w := weak.Make(s)
+	t.Cleanup(func() {
+		if s := w.Value(); s != nil {
+			s.close()
+		}
+	})
 	if os.Getenv("LEADER_SIM_VERBOSE") != "" {
 		s.verbose, s.logs, s.tracing = true, true, true
 	}
