@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -27,13 +28,13 @@ func liveHeap() uint64 {
 }
 
 // TestMemoryStaysBoundedAsNodeNamesComeAndGo churns 1,000 node names (200
-// with -short) through a five-node cluster: each round a node crashes, its
+// with -short or -race) through a five-node cluster: each round a node crashes, its
 // name leaves discovery and a node with a new name starts. The survivors'
 // views and tables stay the size of the cluster, and once the simulation is
 // dropped the live heap comes back under a bound.
 func TestMemoryStaysBoundedAsNodeNamesComeAndGo(t *testing.T) {
 	rounds := 1000
-	if testing.Short() {
+	if testing.Short() || raceDetector {
 		rounds = 200
 	}
 	base := liveHeap()
@@ -88,11 +89,14 @@ func TestMemoryStaysBoundedAsNodeNamesComeAndGo(t *testing.T) {
 }
 
 // TestMemoryStaysBoundedOverManySimulatorSeeds runs 5,000 short seeds (500
-// with -short; LEADER_SIM_SEEDS sets it) in one process: three nodes
+// with -short, 1,000 with -race; LEADER_SIM_SEEDS sets it) in one process: three nodes
 // settle, the leader crashes, the survivors elect. What one seed leaves
 // behind must not add up.
 func TestMemoryStaysBoundedOverManySimulatorSeeds(t *testing.T) {
 	seeds := seedCount(t, 5000)
+	if raceDetector && os.Getenv("LEADER_SIM_SEEDS") == "" {
+		seeds = 1000
+	}
 	base := liveHeap()
 	var mid int64
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
