@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // CutMode is how Cut stops traffic between two nodes.
@@ -55,10 +56,10 @@ const (
 	// to the quiet side, and its resets do leave its host, but an nftables
 	// rule in the quiet side's namespace drops every incoming TCP segment
 	// with the RST flag from it. To keep the two apart, the other side's
-	// namespace drops everything it sends to the quiet side except TCP
-	// resets (so its redials fail at once, and what the quiet side still
-	// sends on its old links is answered by resets that are dropped in
-	// turn). The quiet side sees silence and reports nothing. It needs the
+	// namespace sends the quiet side nothing but TCP resets: the rest is
+	// rejected locally (so its redials fail at once), and what the quiet
+	// side still sends on its old links is answered by resets that are
+	// dropped in turn. The quiet side sees silence and reports nothing. It needs the
 	// nft command; without it the test is skipped, or fails under
 	// LEADER_LAB=require. Pairs of which neither side is quiet are cut as
 	// with CutAbort.
@@ -111,6 +112,9 @@ type Net struct {
 	// it sends nothing but resets
 	dropRST map[int]map[string]bool
 	onlyRST map[int]map[string]bool
+	// the last cut: when its first route or rule went in, when its aborts
+	// were done
+	cutBegun, cutAborted time.Time
 }
 
 // Available reports why the lab cannot run here, or "" if it can: it needs
@@ -236,25 +240,38 @@ func (nt *Net) requireTools(mode CutMode) {
 
 // cutPairs cuts every pair in the given mode; nt.mu is held.
 //
-// With CutAbort, the routes of every pair are in place first, so the
-// resets that aborting sends cannot reach the other side: each side learns
-// from its own abort. Then every namespace aborts its sockets to all the
-// nodes it is cut from at the same moment (one ss per namespace, all
-// started together), as a connection that fails is seen by both hosts
-// within a network round trip in the field. What remains is the jitter of
-// starting the processes together. The library's safety does not depend
-// on it (docs/safety.md assumes nothing about when either end notices);
-// its opt-in AssumeSymmetricConnectionLoss does, and the one-sided modes
-// are the faults that break it.
+// Every namespace with something to change gets a shell first, which
+// says it is ready and waits; once all of them wait, one write per shell
+// releases them together, and each installs its routes or rules and then,
+// for the aborting modes, aborts its TCP sockets to the nodes it is cut
+// from (ss -K, the kernel's sock_destroy). Spawning a process per
+// namespace takes tens of milliseconds on a loaded box; this way what
+// remains apart is a shell's wake-up and its few execs, and the aborts
+// follow the routes within milliseconds, so a cut is not a silent
+// partition for a while before it is an abort.
+//
+// A namespace installs its own routes before it aborts, so the resets its
+// aborts send cannot leave it (CutAbort: each side learns from its own
+// abort, as a connection that fails is seen by both hosts within a network
+// round trip in the field). The library's safety does not depend on when
+// either end notices (docs/safety.md); its opt-in
+// AssumeSymmetricConnectionLoss does, and the one-sided modes are the
+// faults that break it. With CutAbortResetLost the quiet side's rule that
+// drops the incoming resets goes in before anyone is released.
+//
 // With the one-sided modes, quiet holds the namespaces of the quiet side:
 // a pair with exactly one quiet side is cut one-sidedly (the quiet side is
 // never aborted), any other pair as with CutAbort.
 func (nt *Net) cutPairs(mode CutMode, pairs [][2]int, quiet map[int]bool) {
 	nt.t.Helper()
-	routes := make(map[int][]string) // namespace -> "kind address" routes to install
-	abort := make(map[int][]string)  // namespace -> the addresses whose sockets it aborts
-	var unroute [][2]int             // (namespace, peer) routes to remove once the nft rules are in
-	nftChanged := make(map[int]bool)
+	work := make(map[int]*nsCut)
+	at := func(i int) *nsCut {
+		if work[i] == nil {
+			work[i] = &nsCut{}
+		}
+		return work[i]
+	}
+	nftFirst := make(map[int]bool) // quiet sides whose rules go in before the release
 	for _, key := range pairs {
 		i, j := key[0], key[1]
 		pairMode := mode
@@ -264,67 +281,109 @@ func (nt *Net) cutPairs(mode CutMode, pairs [][2]int, quiet map[int]bool) {
 		// a re-cut pair drops the nftables rules of its previous mode,
 		// unless it is cut that way again
 		if nt.cuts[key] == CutAbortResetLost && pairMode != CutAbortResetLost {
-			nt.clearNft(i, j, nftChanged)
+			nt.clearNft(i, j)
+			at(i).nft, at(j).nft = true, true
 		}
 		nt.cuts[key] = pairMode
+		q, o := i, j // the quiet side and the other, in the one-sided modes
+		if quiet[j] {
+			q, o = j, i
+		}
 		switch pairMode {
 		case CutSilent:
-			routes[i] = append(routes[i], "blackhole "+nt.ips[j])
-			routes[j] = append(routes[j], "blackhole "+nt.ips[i])
+			at(i).route("blackhole", nt.ips[j])
+			at(j).route("blackhole", nt.ips[i])
 		case CutAbort:
-			routes[i] = append(routes[i], "unreachable "+nt.ips[j])
-			routes[j] = append(routes[j], "unreachable "+nt.ips[i])
-			abort[i] = append(abort[i], nt.ips[j])
-			abort[j] = append(abort[j], nt.ips[i])
+			at(i).route("unreachable", nt.ips[j])
+			at(j).route("unreachable", nt.ips[i])
+			at(i).abort = append(at(i).abort, nt.ips[j])
+			at(j).abort = append(at(j).abort, nt.ips[i])
 		case CutAbortOneSided:
-			q, o := i, j
-			if quiet[j] {
-				q, o = j, i
-			}
-			routes[q] = append(routes[q], "blackhole "+nt.ips[o])
-			routes[o] = append(routes[o], "unreachable "+nt.ips[q])
-			abort[o] = append(abort[o], nt.ips[q])
+			at(q).route("blackhole", nt.ips[o])
+			at(o).route("unreachable", nt.ips[q])
+			at(o).abort = append(at(o).abort, nt.ips[q])
 		case CutAbortResetLost:
-			q, o := i, j
-			if quiet[j] {
-				q, o = j, i
-			}
 			nt.addNft(nt.dropRST, q, nt.ips[o])
 			nt.addNft(nt.onlyRST, o, nt.ips[q])
-			nftChanged[q], nftChanged[o] = true, true
-			unroute = append(unroute, [2]int{q, o}, [2]int{o, q})
-			abort[o] = append(abort[o], nt.ips[q])
+			nftFirst[q] = true
+			at(o).nft = true
+			// after the rules, in case the pair was cut by routes before
+			at(q).unroute = append(at(q).unroute, nt.ips[o])
+			at(o).unroute = append(at(o).unroute, nt.ips[q])
+			at(o).abort = append(at(o).abort, nt.ips[q])
 		}
 	}
-	// The aborts are ready before anything changes, so that they follow
-	// the cut closely.
-	var aborts *aborter
-	if len(abort) > 0 {
-		aborts = nt.prepareAbort(abort)
-		defer aborts.close()
+	if len(nftFirst) > 0 {
+		nt.applyNft(nftFirst)
 	}
-	// The nftables rules first: a pair re-cut from a route to rules is
-	// never open in between.
-	if len(nftChanged) > 0 {
-		nt.applyNft(nftChanged)
+	scripts := make(map[int]string)
+	for i, w := range work {
+		if nftFirst[i] {
+			w.nft = false // in already
+		}
+		if script := nt.cutScript(i, w); script != "" {
+			scripts[i] = script
+		}
 	}
-	for _, side := range unroute {
-		nt.delRoute(side[0], side[1])
+	shells := nt.prepareShells(scripts)
+	defer shells.close()
+	nt.cutBegun = time.Now()
+	shells.release()
+	nt.cutAborted = time.Now()
+}
+
+// nsCut is what one namespace changes in a cut.
+type nsCut struct {
+	routes  []string // "kind address" routes to install (replace)
+	unroute []string // addresses whose routes to remove, if any
+	nft     bool     // rewrite its CutAbortResetLost table
+	abort   []string // addresses whose TCP sockets to abort, last
+}
+
+func (c *nsCut) route(kind, ip string) { c.routes = append(c.routes, kind+" "+ip) }
+
+// cutScript is the shell script that makes namespace i's changes once
+// released, or "" if it has none.
+func (nt *Net) cutScript(i int, c *nsCut) string {
+	if c.nft == false && len(c.routes) == 0 && len(c.unroute) == 0 && len(c.abort) == 0 {
+		return ""
 	}
-	// "replace" re-cuts a pair already cut in place: no instant in which
-	// the two can reach each other (a redial would slip through).
-	if len(routes) > 0 {
-		nt.inEvery(routes, func(_ int, lines []string) ([]string, string) {
-			var batch strings.Builder
-			for _, line := range lines {
-				fmt.Fprintf(&batch, "route replace %s/32\n", line)
-			}
-			return []string{"ip", "-batch", "-"}, batch.String()
-		})
+	var b strings.Builder
+	if c.nft {
+		fmt.Fprintf(&b, "printf %%s %s | nft -f - || exit 1; ", shellQuote(nt.nftScript(i)))
 	}
-	if aborts != nil {
-		aborts.release()
+	if len(c.unroute) > 0 {
+		// a route that is not there is fine
+		var batch strings.Builder
+		for _, ip := range c.unroute {
+			fmt.Fprintf(&batch, "route del %s/32\n", ip)
+		}
+		fmt.Fprintf(&b, "printf %%s %s | ip -force -batch - 2>/dev/null; ", shellQuote(batch.String()))
 	}
+	if len(c.routes) > 0 {
+		// "replace" re-cuts a pair already cut in place: no instant in
+		// which the two can reach each other (a redial would slip through)
+		var batch strings.Builder
+		for _, route := range c.routes {
+			fmt.Fprintf(&batch, "route replace %s/32\n", route)
+		}
+		fmt.Fprintf(&b, "printf %%s %s | ip -batch - || exit 1; ", shellQuote(batch.String()))
+	}
+	if len(c.abort) > 0 {
+		b.WriteString("exec ss -K -t " + shellQuote("dst "+strings.Join(c.abort, " or dst ")))
+	} else {
+		b.WriteString("exit 0")
+	}
+	return b.String()
+}
+
+// LastCut returns when the last cut (CutWith, PartitionWith and the
+// like) released its changes in every namespace together, and when they
+// were all done, its aborts included.
+func (nt *Net) LastCut() (begun, done time.Time) {
+	nt.mu.Lock()
+	defer nt.mu.Unlock()
+	return nt.cutBegun, nt.cutAborted
 }
 
 // cutTable is the nftables table of CutAbortResetLost in a namespace.
@@ -338,24 +397,24 @@ func (nt *Net) addNft(rules map[int]map[string]bool, ns int, ip string) {
 }
 
 // clearNft removes the CutAbortResetLost rules between i and j from the
-// bookkeeping and marks the namespaces to rewrite; nt.mu is held.
-func (nt *Net) clearNft(i, j int, changed map[int]bool) {
+// bookkeeping (the tables of both namespaces are to be rewritten); nt.mu
+// is held.
+func (nt *Net) clearNft(i, j int) {
 	for _, side := range [][2]int{{i, j}, {j, i}} {
 		delete(nt.dropRST[side[0]], nt.ips[side[1]])
 		delete(nt.onlyRST[side[0]], nt.ips[side[1]])
-		changed[side[0]] = true
 	}
 }
 
-// applyNft rewrites the CutAbortResetLost table of every namespace in ns
-// from the bookkeeping, atomically per namespace (one nft transaction), in
-// all of them at the same time; nt.mu is held.
-func (nt *Net) applyNft(ns map[int]bool) {
-	nt.t.Helper()
-	work := make(map[int][]string)
-	for i := range ns {
-		work[i] = nil
-	}
+// nftScript is the nft transaction that rewrites namespace i's
+// CutAbortResetLost table from the bookkeeping: incoming TCP resets from
+// the addresses of dropRST are dropped, and to the addresses of onlyRST
+// nothing but TCP resets is sent. What else is sent there is rejected, not
+// dropped: a dropped SYN leaves a redial hanging until the framework's
+// dial timeout, while the framework keeps reporting the node connected
+// (it redials a lost link of its pool before it gives the connection up),
+// and a rejected one fails it at once, like an unreachable route.
+func (nt *Net) nftScript(i int) string {
 	set := func(ips map[string]bool) string {
 		list := make([]string, 0, len(ips))
 		for ip := range ips {
@@ -364,24 +423,32 @@ func (nt *Net) applyNft(ns map[int]bool) {
 		slices.Sort(list)
 		return "{ " + strings.Join(list, ", ") + " }"
 	}
-	scripts := make(map[int]string)
-	for i := range ns {
-		var b strings.Builder
-		// create it if absent, so that the delete cannot fail
-		fmt.Fprintf(&b, "table inet %s\ndelete table inet %s\n", cutTable, cutTable)
-		if len(nt.dropRST[i]) > 0 || len(nt.onlyRST[i]) > 0 {
-			fmt.Fprintf(&b, "table inet %s {\n", cutTable)
-			if len(nt.dropRST[i]) > 0 {
-				fmt.Fprintf(&b, " chain input {\n  type filter hook input priority 0; policy accept;\n  ip saddr %s tcp flags & rst == rst drop\n }\n", set(nt.dropRST[i]))
-			}
-			if len(nt.onlyRST[i]) > 0 {
-				fmt.Fprintf(&b, " chain output {\n  type filter hook output priority 0; policy accept;\n  ip daddr %s tcp flags & rst == rst accept\n  ip daddr %s drop\n }\n", set(nt.onlyRST[i]), set(nt.onlyRST[i]))
-			}
-			b.WriteString("}\n")
+	var b strings.Builder
+	// create it if absent, so that the delete cannot fail
+	fmt.Fprintf(&b, "table inet %s\ndelete table inet %s\n", cutTable, cutTable)
+	if len(nt.dropRST[i]) > 0 || len(nt.onlyRST[i]) > 0 {
+		fmt.Fprintf(&b, "table inet %s {\n", cutTable)
+		if len(nt.dropRST[i]) > 0 {
+			fmt.Fprintf(&b, " chain input {\n  type filter hook input priority 0; policy accept;\n  ip saddr %s tcp flags & rst == rst drop\n }\n", set(nt.dropRST[i]))
 		}
-		scripts[i] = b.String()
+		if len(nt.onlyRST[i]) > 0 {
+			fmt.Fprintf(&b, " chain output {\n  type filter hook output priority 0; policy accept;\n  ip daddr %s tcp flags & rst == rst accept\n  ip daddr %s reject with icmpx type host-unreachable\n }\n", set(nt.onlyRST[i]), set(nt.onlyRST[i]))
+		}
+		b.WriteString("}\n")
 	}
-	nt.inEvery(work, func(i int, _ []string) ([]string, string) { return []string{"nft", "-f", "-"}, scripts[i] })
+	return b.String()
+}
+
+// applyNft rewrites the CutAbortResetLost table of every namespace in ns,
+// atomically per namespace (one nft transaction), in all of them at the
+// same time; nt.mu is held.
+func (nt *Net) applyNft(ns map[int]bool) {
+	nt.t.Helper()
+	work := make(map[int][]string)
+	for i := range ns {
+		work[i] = nil
+	}
+	nt.inEvery(work, func(i int, _ []string) ([]string, string) { return []string{"nft", "-f", "-"}, nt.nftScript(i) })
 }
 
 // delRoute removes node i's route to node j, if any; nt.mu is held.
@@ -393,92 +460,83 @@ func (nt *Net) delRoute(i, j int) {
 	}
 }
 
-// Aborting: starting one ss per namespace together still leaves them apart
-// by the jitter of a process spawn, which on a loaded box is tens of
-// milliseconds. So each namespace first gets a shell that says it is ready
-// and waits (prepareAbort), and once all of them wait, one write per shell
-// releases them together (aborter.release). What remains apart is a
-// shell's wake-up and the exec of ss.
-
-// aborter is a set of shells, one per namespace, each waiting to abort its
-// sockets (prepareAbort).
-type aborter struct {
-	nt     *Net
-	shells []abortShell
+// shells is a set of shells, one per namespace, each waiting to run its
+// script (prepareShells).
+type shells struct {
+	nt   *Net
+	list []waitingShell
 }
 
-type abortShell struct {
+type waitingShell struct {
 	cmd     *exec.Cmd
 	release io.WriteCloser
 	out     *bytes.Buffer
 	ready   *bufio.Reader
 }
 
-// prepareAbort starts, in every namespace of work, a shell that will abort
-// the TCP sockets to the addresses listed for it, and waits until all of
-// them are ready. A cut prepares its aborts before it changes any route or
-// rule, so that the aborts follow the cut by a shell's wake-up, not by a
-// process spawn. Close it (deferred) whether or not it was released.
-func (nt *Net) prepareAbort(work map[int][]string) *aborter {
+// prepareShells starts, in every namespace of scripts, a shell that says
+// it is ready and then waits to run its script, and waits until all of
+// them are ready. Close it (deferred) whether or not it was released.
+func (nt *Net) prepareShells(scripts map[int]string) *shells {
 	nt.t.Helper()
-	a := &aborter{nt: nt}
+	a := &shells{nt: nt}
 	ok := false
 	defer func() {
 		if ok == false {
 			a.close()
 		}
 	}()
-	for i, ips := range work {
-		script := "echo ready; read go; exec ss -K -t " + shellQuote("dst "+strings.Join(ips, " or dst "))
-		cmd := exec.Command("ip", "netns", "exec", nt.ns[i], "sh", "-c", script)
+	for i, script := range scripts {
+		cmd := exec.Command("ip", "netns", "exec", nt.ns[i], "sh", "-c", "echo ready; read go || exit 0; "+script)
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
-			nt.t.Fatalf("lab: abort in %s: %v", nt.ns[i], err)
+			nt.t.Fatalf("lab: cut in %s: %v", nt.ns[i], err)
 		}
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
-			nt.t.Fatalf("lab: abort in %s: %v", nt.ns[i], err)
+			nt.t.Fatalf("lab: cut in %s: %v", nt.ns[i], err)
 		}
 		out := &bytes.Buffer{}
 		cmd.Stderr = out
 		if err := cmd.Start(); err != nil {
-			nt.t.Fatalf("lab: abort in %s: %v", nt.ns[i], err)
+			nt.t.Fatalf("lab: cut in %s: %v", nt.ns[i], err)
 		}
-		a.shells = append(a.shells, abortShell{cmd: cmd, release: stdin, out: out, ready: bufio.NewReader(stdout)})
+		a.list = append(a.list, waitingShell{cmd: cmd, release: stdin, out: out, ready: bufio.NewReader(stdout)})
 	}
-	for _, w := range a.shells {
+	for _, w := range a.list {
 		if line, err := w.ready.ReadString('\n'); err != nil || line != "ready\n" {
-			nt.t.Fatalf("lab: abort: %s: %q, %v: %s", w.cmd, line, err, w.out)
+			nt.t.Fatalf("lab: cut: %s: %q, %v: %s", w.cmd, line, err, w.out)
 		}
 	}
 	ok = true
 	return a
 }
 
-// release makes every shell abort its sockets at once and waits for them.
-func (a *aborter) release() {
+// release makes every shell run its script at once and waits for them.
+func (a *shells) release() {
 	a.nt.t.Helper()
-	for _, w := range a.shells {
+	for _, w := range a.list {
 		io.WriteString(w.release, "go\n")
 	}
-	shells := a.shells
-	a.shells = nil
-	for _, w := range shells {
+	list := a.list
+	a.list = nil
+	for _, w := range list {
 		w.release.Close()
 		io.Copy(io.Discard, w.ready)
 		if err := w.cmd.Wait(); err != nil {
-			a.nt.t.Fatalf("lab: abort: %s: %v: %s", w.cmd, err, w.out)
+			a.nt.t.Fatalf("lab: cut: %s: %v: %s", w.cmd, err, w.out)
 		}
 	}
 }
 
-// close ends the shells not released (they exit without aborting).
-func (a *aborter) close() {
-	for _, w := range a.shells {
+// close ends the shells not released (they exit without running their
+// scripts: the read fails at the end of their input).
+func (a *shells) close() {
+	for _, w := range a.list {
 		w.release.Close()
 		w.cmd.Wait()
 	}
-	a.shells = nil
+	a.list = nil
 }
 
 // shellQuote quotes s for sh.
@@ -526,9 +584,8 @@ func (nt *Net) heal(key [2]int) {
 		return
 	}
 	if mode == CutAbortResetLost {
-		changed := make(map[int]bool)
-		nt.clearNft(key[0], key[1], changed)
-		nt.applyNft(changed)
+		nt.clearNft(key[0], key[1])
+		nt.applyNft(map[int]bool{key[0]: true, key[1]: true})
 	} else {
 		nt.delRoute(key[0], key[1])
 		nt.delRoute(key[1], key[0])
