@@ -241,8 +241,9 @@ type election struct {
 	lastDeniedAt  time.Time
 
 	members   map[gen.Atom]*member
-	departed  map[gen.Atom]gen.PID // last process of nodes that left the view
-	gone      map[gen.Atom]*member // nodes of members that left the view, watched for GhostTTL (gone.go)
+	departed  map[gen.Atom]gen.PID   // last process of nodes that left the view
+	seats     map[gen.Atom]time.Time // members that stopped gracefully, kept for the floor until then (seats.go)
+	gone      map[gen.Atom]*member   // nodes of members that left the view, watched for GhostTTL (gone.go)
 	withdrawn map[gen.Atom]time.Time
 	dead      map[gen.PID]time.Time // processes reported terminated, and when
 

@@ -59,6 +59,7 @@ func (m *member) address(fallbackName gen.Atom) any {
 func (e *election) newMember(node gen.Atom) *member {
 	m := &member{node: node, knownPID: e.departed[node]}
 	e.members[node] = m
+	delete(e.seats, node) // back in the view: its seat is its own again
 	delete(e.gone, node) // back: watched as a member from now on
 	return m
 }
@@ -73,7 +74,8 @@ func (e *election) viewSize() int { return 1 + len(e.members) }
 func (e *election) quorum() int { return e.viewSize()/2 + 1 }
 
 // belowFloor reports whether the view is too small to have a leader at all.
-func (e *election) belowFloor() bool { return e.viewSize() < e.cfg.minClusterSize }
+// A member that stopped gracefully keeps its seat for it (seats.go).
+func (e *election) belowFloor() bool { return e.viewSize()+e.keptSeats() < e.cfg.minClusterSize }
 
 // join declares a peer. It counts at once, before it has answered, which is
 // what lets a node reach MinClusterSize without campaign traffic.
@@ -146,7 +148,11 @@ func (e *election) leave(node gen.Atom) {
 	e.withdrawn[node] = e.now.Add(e.cfg.electionTimeoutMax)
 	delete(e.gone, node)
 	if m, ok := e.members[node]; ok {
+		delete(e.seats, node)
 		e.remove(m, "withdrawn by Leave")
+	} else if _, seated := e.seats[node]; seated {
+		delete(e.seats, node)
+		e.viewChanged() // its seat may have held the floor
 	}
 }
 
@@ -414,6 +420,9 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed, p
 		e.renewLease()
 		e.checkLease(e.now)
 	} else {
+		if graceful(reason) {
+			e.keepSeat(m.node)
+		}
 		e.remove(m, "its process terminated: "+reasonText(reason))
 		e.watchGone(m)
 		// A down travels ahead of the dead process's last messages (downs
@@ -442,6 +451,12 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed, p
 // is really gone costs each election a few failed sends by name (which the
 // dialer answers from one shared dial) before it is dropped.
 func (e *election) sweepGhosts() {
+	if len(e.seats) > 0 {
+		kept := len(e.seats)
+		if e.keptSeats() < kept {
+			e.viewChanged() // a seat ran out: the floor may not hold any more
+		}
+	}
 	for _, m := range e.sortedMembers() {
 		if m.unreachableSince.IsZero() {
 			continue
@@ -521,6 +536,9 @@ func (e *election) armGhostTimer() {
 		}
 	}
 	if at := e.nextGoneWake(); at.IsZero() == false && (next.IsZero() || at.Before(next)) {
+		next = at
+	}
+	if at := e.nextSeatExpiry(); at.IsZero() == false && (next.IsZero() || at.Before(next)) {
 		next = at
 	}
 	if next.IsZero() {

@@ -307,3 +307,46 @@ func TestJoinReturnsAnErrorForAMalformedNodeName(t *testing.T) {
 	assert.NoError(t, a.Join(gen.ProcessID{Name: "leader", Node: "n1@host"}))
 	assert.Len(t, a.pendingJoins, 1)
 }
+
+// Kept seats (seats.go): a member that stopped gracefully leaves the view
+// but keeps its seat for the MinClusterSize floor for GhostTTL, so a
+// three-node cluster keeps its leader through a rolling restart; a killed
+// one does not, and neither does one withdrawn by Leave.
+func TestAGracefullyStoppedMemberKeepsItsSeatForTheFloor(t *testing.T) {
+	leaderOf := func(t *testing.T) *stateHarness {
+		h := newStateHarness(t, Options{}, "b", "c")
+		h.recv("b", msgHello{ClusterID: "c"})
+		h.recv("c", msgHello{ClusterID: "c"})
+		h.becomeLeader("b")
+		return h
+	}
+	t.Run("shutdown", func(t *testing.T) {
+		h := leaderOf(t)
+		require.True(t, h.e.down(h.now, pid("c"), gen.TerminateReasonShutdown))
+		assert.Equal(t, 2, h.e.viewSize(), "c left the view")
+		assert.Equal(t, 2, h.e.quorum())
+		assert.Equal(t, roleLeader, h.e.role, "its seat keeps the floor: no stand-down")
+		h.now = h.now.Add(h.e.cfg.ghostTTL)
+		h.fire(timerGhost)
+		assert.Equal(t, roleUnclustered, h.e.role, "the seat ran out")
+	})
+	t.Run("back in time", func(t *testing.T) {
+		h := leaderOf(t)
+		require.True(t, h.e.down(h.now, pid("c"), gen.TerminateReasonNormal))
+		restarted := gen.PID{Node: node("c"), ID: 2000, Creation: 2}
+		h.e.receive(h.now, restarted, msgHello{ClusterID: "c", Name: "leader"})
+		assert.Empty(t, h.e.seats, "a member again")
+		assert.Equal(t, 3, h.e.viewSize())
+	})
+	t.Run("killed", func(t *testing.T) {
+		h := leaderOf(t)
+		require.True(t, h.e.down(h.now, pid("c"), gen.TerminateReasonKill))
+		assert.Equal(t, roleUnclustered, h.e.role, "no seat for a process that did not mean to stop")
+	})
+	t.Run("withdrawn", func(t *testing.T) {
+		h := leaderOf(t)
+		require.True(t, h.e.down(h.now, pid("c"), gen.TerminateReasonShutdown))
+		h.e.leave(node("c"))
+		assert.Equal(t, roleUnclustered, h.e.role, "Leave gives the seat up")
+	})
+}
