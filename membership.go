@@ -60,7 +60,7 @@ func (e *election) newMember(node gen.Atom) *member {
 	m := &member{node: node, knownPID: e.departed[node]}
 	e.members[node] = m
 	delete(e.seats, node) // back in the view: its seat is its own again
-	delete(e.gone, node) // back: watched as a member from now on
+	delete(e.gone, node)  // back: watched as a member from now on
 	return m
 }
 
