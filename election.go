@@ -108,6 +108,7 @@ type protocolSwitches struct {
 	noHandover       bool // a leader that stops on purpose just goes away
 	noFastFailover   bool // a leader's down waits for the normal election timeout
 	noPledge         bool // fast pre-votes ask for no votes with their grants (pledge.go)
+	noKeptSeats      bool // a member that stops gracefully gives its seat up at once (seats.go)
 	doubleVote       bool // BROKEN ON PURPOSE: grant every vote request (simulator self-test)
 	campaignTurns    int  // campaigns in flight per node, 0 for campaignsInFlight (admission.go)
 }
