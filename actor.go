@@ -178,7 +178,8 @@ type Actor struct {
 	behavior ActorBehavior
 	mailbox  gen.ProcessMailbox
 	trap     bool
-	retained bool // counted among its node's election actors (nodestate.go)
+	retained bool   // counted among its node's election actors (nodestate.go)
+	probe    *Probe // made by Probe
 
 	state        *election
 	pendingJoins []gen.ProcessID       // Join called from Init, before options exist
@@ -605,6 +606,9 @@ func (a *Actor) ProcessTerminate(reason error) {
 		a.retained = false
 		releaseNode(a.Node())
 	}
+	if a.probe != nil {
+		a.probe.ended.Store(true)
+	}
 	a.behavior.Terminate(reason)
 }
 
@@ -633,6 +637,9 @@ func (a *Actor) flush() error {
 		out := a.state.takeEffects()
 		if out.empty() && a.state.confirming == false && a.state.public() == a.reported {
 			a.updateKind()
+			if a.probe != nil {
+				a.probe.observe(a)
+			}
 			return nil
 		}
 		a.perform(out)

@@ -234,7 +234,12 @@ type (
 		started chan struct{}
 	}
 	// ctlStepDown makes the actor call StepDown from its own goroutine.
-	ctlStepDown struct{ result chan error }
+	ctlStepDown   struct{ result chan error }
+	ctlStepDownTo struct {
+		node   gen.Atom
+		result chan error
+	}
+	ctlProbe struct{ result chan *Probe }
 	// ctlLeave makes the actor call Leave.
 	ctlLeave struct{ node gen.Atom }
 )
@@ -283,6 +288,10 @@ func (a *testActor) HandleMessage(from gen.PID, message any) error {
 		time.Sleep(m.d)
 	case ctlStepDown:
 		m.result <- a.StepDown()
+	case ctlStepDownTo:
+		m.result <- a.StepDownTo(m.node)
+	case ctlProbe:
+		m.result <- a.Probe()
 	case ctlLeave:
 		a.Leave(m.node)
 	}
