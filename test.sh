@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 )
 
@@ -47,6 +48,14 @@ func main() {
 	packages := make(map[string][]string)
 	builds := make(map[string][]string)
 	failed := false
+	// top-level tests whose skip fails the run (LEADER_FAIL_ON_SKIP)
+	var mustRun *regexp.Regexp
+	if v := os.Getenv("LEADER_FAIL_ON_SKIP"); v != "" {
+		mustRun = regexp.MustCompile(v)
+	}
+	// measurements and comparisons that run only when asked to
+	mayskip := regexp.MustCompile(`^TestPerf|Comparison|Compare`)
+	skipped := 0
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<26)
 	for in.Scan() {
@@ -75,6 +84,12 @@ func main() {
 			// a subtest's result: its output is printed with its parent's
 		case e.Test != "" && e.Action == "fail":
 			failed = true
+			fmt.Print(strings.Join(tests[key], ""))
+			delete(tests, key)
+		case e.Test != "" && e.Action == "skip" && mustRun != nil && mustRun.MatchString(top) && mayskip.MatchString(top) == false:
+			failed = true
+			skipped++
+			fmt.Printf("SKIPPED, which LEADER_FAIL_ON_SKIP forbids: %s %s\n", e.Package, e.Test)
 			fmt.Print(strings.Join(tests[key], ""))
 			delete(tests, key)
 		case e.Test != "" && (e.Action == "pass" || e.Action == "skip"):
@@ -111,6 +126,9 @@ func main() {
 	if err := in.Err(); err != nil {
 		fmt.Fprintln(os.Stderr, "test.sh: reading the output of go test:", err)
 		os.Exit(2)
+	}
+	if skipped > 0 {
+		fmt.Printf("%d tests skipped that must run (LEADER_FAIL_ON_SKIP=%s)\n", skipped, os.Getenv("LEADER_FAIL_ON_SKIP"))
 	}
 	if failed {
 		os.Exit(1)

@@ -85,6 +85,9 @@ func TestSQLite(t *testing.T) {
 func TestPostgres(t *testing.T) {
 	dsn := os.Getenv("LEADER_FENCING_DSN")
 	if dsn == "" {
+		if os.Getenv("LEADER_FENCING_REQUIRE") != "" {
+			t.Fatal("LEADER_FENCING_REQUIRE is set but LEADER_FENCING_DSN is not: start PostgreSQL and name a database (.ci/run does)")
+		}
 		t.Skip("LEADER_FENCING_DSN is not set")
 	}
 	key := fmt.Sprintf("test-%d-%d", os.Getpid(), time.Now().UnixNano())
