@@ -54,7 +54,7 @@ func main() {
 		mustRun = regexp.MustCompile(v)
 	}
 	// measurements and comparisons that run only when asked to
-	mayskip := regexp.MustCompile(`^TestPerf|Comparison|Compare`)
+	mayskip := regexp.MustCompile(`^TestPerf|Comparison|Compare|OptIn$`)
 	skipped := 0
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<26)
