@@ -25,7 +25,9 @@
 // Names carry the test process's pid and a counter; everything is removed
 // in t.Cleanup, and NewNet first removes what a killed earlier run left
 // (RemoveStale). Cut, CutFast, CutWith, Heal, Partition, PartitionWith and
-// HealAll change the routes; Deafen makes every link to one node half-open
+// HealAll change the routes (and, for CutAbortResetLost, nftables rules),
+// every namespace of a cut at once from a shell started beforehand
+// (LastCut says when); Deafen makes every link to one node half-open
 // (an nftables rule in its namespace drops what is sent to it, not what it
 // sends); Links counts the kernel's TCP connections between two nodes.
 //
