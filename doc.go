@@ -182,4 +182,24 @@
 // with its own leader, until they meet again. Nothing is persisted; if
 // leadership authorises something irreversible, gate it on an external
 // authority with HandleConfirmLeader and fence it with a monotonic token.
+//
+// # Where the code is
+//
+// The files a reader opens first:
+//
+//	actor.go       the embeddable Actor and its mailbox loop; api.go, callbacks.go: its methods and defaults
+//	options.go     Options, defaults, validation; timing.go: every duration derived from them
+//	election.go    the election state machine: terms, votes, pre-votes, heartbeats, role transitions;
+//	               leadership.go, lease.go, pledge.go, departure.go: its rules for leading, the lease
+//	               and promises, pledged votes, a leader's graceful exit
+//	membership.go  the view, Join and Leave, ghost TTL; seats.go: kept seats; gone.go: members that left
+//	inspect.go     HandleInspect keys; stats.go, health.go, probe.go, events.go: what operators watch
+//	types.go       wire types, NetworkTypes, ErrorTypes
+//
+// What the elections of a node share (coalescing.md): hub.go, hubwire.go,
+// routes.go, coalesce.go, parking.go (the liveness hub), watcher.go,
+// shared_watcher.go, leader_spare.go (watching other nodes' processes),
+// admission.go, wave.go (node-wide pacing of campaigns and failovers),
+// nodestate.go (what goes when a node stops), atoms.go. The framework's
+// connections: dialer.go, silence.go. Logging: log.go; timers: timers.go.
 package leader
