@@ -167,6 +167,7 @@ type election struct {
 	leader        gen.PID
 	termChangedAt time.Time
 	startedAt     time.Time // when this actor started: see quietPeriod
+	incarnation   uint64    // random per start (msgHello.Incarnation)
 	stats         stats     // what operators chart (stats.go)
 
 	// coalesced liveness (coalesce.go): nil without a hub
@@ -242,11 +243,13 @@ type election struct {
 	lastDeniedAt  time.Time
 
 	members   map[gen.Atom]*member
-	departed  map[gen.Atom]gen.PID   // last process of nodes that left the view
-	seats     map[gen.Atom]time.Time // members that stopped gracefully, kept for the floor until then (seats.go)
-	gone      map[gen.Atom]*member   // nodes of members that left the view, watched for GhostTTL (gone.go)
+	departed  map[gen.Atom]departedMember // last process of nodes that left the view
+	seats     map[gen.Atom]time.Time      // members that stopped gracefully, kept for the floor until then (seats.go)
+	gone      map[gen.Atom]*member        // nodes of members that left the view, watched for GhostTTL (gone.go)
 	withdrawn map[gen.Atom]time.Time
 	dead      map[gen.PID]time.Time // processes reported terminated, and when
+	// the incarnations of the dead processes, where known (reincarnated)
+	deadIncarnations map[gen.PID]uint64
 
 	farTerms          map[gen.Atom]farTerm // terms beyond the bound, per member (corroborated)
 	farTermsBelieved  uint64               // far terms adopted because a quorum sent them
@@ -272,7 +275,7 @@ func newElection(cfg config, self gen.PID, name gen.Atom, rng *rand.Rand, log ge
 		rng:       rng,
 		log:       log,
 		members:   make(map[gen.Atom]*member),
-		departed:  make(map[gen.Atom]gen.PID),
+		departed:  make(map[gen.Atom]departedMember),
 		withdrawn: make(map[gen.Atom]time.Time),
 		dead:      make(map[gen.PID]time.Time),
 		dropped:   make(map[string]uint64),
@@ -283,6 +286,9 @@ func newElection(cfg config, self gen.PID, name gen.Atom, rng *rand.Rand, log ge
 func (e *election) start(now time.Time) {
 	e.now = now
 	e.startedAt = now
+	for e.incarnation == 0 {
+		e.incarnation = e.rng.Uint64()
+	}
 	e.stats.leaderlessSince = now
 	e.role = roleUnclustered
 	for _, peer := range e.cfg.bootstrap {
@@ -364,7 +370,7 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	case e.isWithdrawn(from.Node):
 		e.drop("withdrawn")
 		return true
-	case e.isDead(from):
+	case e.isDead(from) && e.reincarnated(from, message) == false:
 		e.drop("dead_sender")
 		return true
 	}
@@ -401,8 +407,10 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	}
 	switch msg := message.(type) {
 	case msgHello:
-		e.reply(m, msgHelloReply{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, Restarted: m.predecessor, ViewSize: e.viewSize()})
+		e.heardIncarnation(m, from, msg.Incarnation)
+		e.reply(m, msgHelloReply{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, Restarted: m.predecessor, ViewSize: e.viewSize(), Incarnation: e.incarnation})
 	case msgHelloReply:
+		e.heardIncarnation(m, from, msg.Incarnation)
 		if msg.Restarted && e.restarted == false {
 			e.restarted = true
 			e.recheckFloor()
@@ -623,7 +631,7 @@ func (e *election) introduceTo(leader gen.PID) {
 	if m, ok := e.members[leader.Node]; ok && m.pid == leader {
 		return
 	}
-	e.out.sends = append(e.out.sends, outbound{node: leader.Node, to: leader, message: msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize()}})
+	e.out.sends = append(e.out.sends, outbound{node: leader.Node, to: leader, message: msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Incarnation: e.incarnation}})
 }
 
 func (e *election) handleVote(m *member, req msgVote) {

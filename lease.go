@@ -145,7 +145,7 @@ func (e *election) recheckFloor() {
 		if e.floorReady() == false {
 			// ask: a follower whose leader's rounds come through the hub
 			// hears nobody's term otherwise
-			hello := msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize()}
+			hello := msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Incarnation: e.incarnation}
 			for _, m := range e.sortedMembers() {
 				if m.pid != (gen.PID{}) {
 					e.send(m, hello)

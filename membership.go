@@ -18,6 +18,8 @@ type member struct {
 	knownPID gen.PID       // the last PID ever seen, kept across connection losses
 	declared bool          // came through Join or Bootstrap rather than through the protocol
 	rtt      time.Duration // the last round trip of a heartbeat round to it (leader: roundFresh)
+	// incarnation of its process, from its Hello or Hello reply
+	incarnation uint64
 
 	lastHeard        time.Time // last valid protocol message received from it
 	lastAck          time.Time // last acknowledgement of this node's leadership (ack or grant)
@@ -57,11 +59,19 @@ func (m *member) address(fallbackName gen.Atom) any {
 // back keeps its history: a new process of it is a restart
 // (msgHelloReply.Restarted).
 func (e *election) newMember(node gen.Atom) *member {
-	m := &member{node: node, knownPID: e.departed[node]}
+	d := e.departed[node]
+	m := &member{node: node, knownPID: d.pid, incarnation: d.incarnation}
 	e.members[node] = m
 	delete(e.seats, node) // back in the view: its seat is its own again
 	delete(e.gone, node)  // back: watched as a member from now on
 	return m
+}
+
+// departedMember is what a node keeps of a member that left the view: its last
+// process and that process's incarnation, to recognise a restart.
+type departedMember struct {
+	pid         gen.PID
+	incarnation uint64
 }
 
 // maxDeparted bounds how many departed nodes' last processes are kept.
@@ -109,7 +119,7 @@ func (e *election) join(peer gen.ProcessID) {
 // discovery loop calling Join on a gone node does not dial it on every tick.
 func (e *election) probe(m *member) {
 	m.nextProbe = e.now.Add(e.probeSpacing(m))
-	e.send(m, msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize()})
+	e.send(m, msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Incarnation: e.incarnation})
 }
 
 // maxProbeBackoff caps the doubling of the Hello spacing for a member never
@@ -193,7 +203,7 @@ func (e *election) remove(m *member, why string) {
 		if len(e.departed) >= maxDeparted {
 			clear(e.departed) // a bound, not a cache policy: forgetting only weakens a restart's floor
 		}
-		e.departed[m.node] = m.knownPID
+		e.departed[m.node] = departedMember{pid: m.knownPID, incarnation: m.incarnation}
 	}
 	// its grants belong to a view that no longer exists
 	delete(e.votes, m.node)
@@ -302,9 +312,53 @@ func (e *election) markDead(pid gen.PID) {
 	for old, at := range e.dead {
 		if e.now.Sub(at) >= e.cfg.ghostTTL {
 			delete(e.dead, old)
+			delete(e.deadIncarnations, old)
 		}
 	}
 	e.dead[pid] = e.now
+	if m, ok := e.members[pid.Node]; ok && m.incarnation != 0 && m.knownPID == pid {
+		if e.deadIncarnations == nil {
+			e.deadIncarnations = make(map[gen.PID]uint64)
+		}
+		e.deadIncarnations[pid] = m.incarnation
+	}
+}
+
+// heardIncarnation records the incarnation m's process named. Another one
+// than this node knew, from the same PID, is a restart within the
+// framework's one-second creation resolution: a new process, news for the
+// behavior, and a restart for the HelloReply's Restarted.
+func (e *election) heardIncarnation(m *member, from gen.PID, incarnation uint64) {
+	if incarnation == 0 {
+		return
+	}
+	if m.incarnation != 0 && m.incarnation != incarnation && m.knownPID == from {
+		m.predecessor = true
+		e.out.joined = append(e.out.joined, from)
+	}
+	m.incarnation = incarnation
+}
+
+// reincarnated reports whether message, from a PID marked dead, comes from
+// a new process that got the same PID: a node restarted within the
+// framework's one-second creation resolution starts its processes with the
+// IDs the old ones had. Its Hello or Hello reply names another incarnation
+// than the dead process's; the mark goes, and the new process is heard.
+// The dead process's own late messages are dropped as before.
+func (e *election) reincarnated(from gen.PID, message any) bool {
+	var incarnation uint64
+	switch m := message.(type) {
+	case msgHello:
+		incarnation = m.Incarnation
+	case msgHelloReply:
+		incarnation = m.Incarnation
+	}
+	if incarnation == 0 || incarnation == e.deadIncarnations[from] {
+		return false
+	}
+	delete(e.dead, from)
+	delete(e.deadIncarnations, from)
+	return true
 }
 
 // down handles a monitor's down for pid. It reports false when pid is not a
@@ -349,9 +403,9 @@ func (e *election) downReported(now, at time.Time, pid gen.PID, reason error, re
 		if m.pid == (gen.PID{}) && m.knownPID == pid && errors.Is(reason, gen.ErrNoConnection) == false {
 			// the member's process, whose connection dropped just before
 			// it terminated: a real termination all the same
+			e.markDead(pid) // while it is a member: its incarnation is kept
 			e.remove(m, "its process terminated: "+reasonText(reason))
 			e.watchGone(m)
-			e.markDead(pid)
 			return true
 		}
 		return false
@@ -423,11 +477,12 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed, p
 		if graceful(reason) {
 			e.keepSeat(m.node)
 		}
+		// A down travels ahead of the dead process's last messages (downs
+		// are high priority); those must not re-admit it. Marked while it
+		// is a member, so that its incarnation is kept (reincarnated).
+		e.markDead(pid)
 		e.remove(m, "its process terminated: "+reasonText(reason))
 		e.watchGone(m)
-		// A down travels ahead of the dead process's last messages (downs
-		// are high priority); those must not re-admit it.
-		e.markDead(pid)
 	}
 	if wasLeader && observed {
 		e.leaderLost(pid, reported, proof)

@@ -350,3 +350,38 @@ func TestAGracefullyStoppedMemberKeepsItsSeatForTheFloor(t *testing.T) {
 		assert.Equal(t, roleUnclustered, h.e.role, "Leave gives the seat up")
 	})
 }
+
+// A node restarted within the framework's one-second creation resolution
+// may give its new actor the dead actor's PID: the new one's Hello, with
+// another incarnation, is heard; the dead one's late messages are not.
+func TestARestartWithTheSamePIDIsHeardByItsIncarnation(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c", Incarnation: 11})
+	h.recv("c", msgHello{ClusterID: "c", Incarnation: 22})
+	require.True(t, h.e.down(h.now, pid("c"), gen.TerminateReasonShutdown))
+	require.NotContains(t, h.e.members, node("c"))
+	h.recv("c", msgHello{ClusterID: "c", Incarnation: 22})
+	assert.NotContains(t, h.e.members, node("c"), "the dead process's late Hello does not re-admit it")
+	assert.Equal(t, uint64(1), h.e.dropped["dead_sender"])
+	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: 0})
+	assert.NotContains(t, h.e.members, node("c"))
+	h.recv("c", msgHello{ClusterID: "c", Incarnation: 33})
+	assert.Contains(t, h.e.members, node("c"), "a new process with the same PID")
+	assert.Equal(t, uint64(33), h.e.members[node("c")].incarnation)
+}
+
+// The same PID with another incarnation is a restart: the peer is told so
+// (its term floor is then a restart's), and the behavior hears of a new
+// process.
+func TestASamePIDRestartIsARestart(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c", Incarnation: 11})
+	h.recv("c", msgHello{ClusterID: "c", Incarnation: 22})
+	require.True(t, h.e.down(h.now, pid("c"), gen.TerminateReasonShutdown))
+	h.e.takeEffects()
+	out := h.recv("c", msgHello{ClusterID: "c", Incarnation: 33})
+	replies := sentTo[msgHelloReply](out, "c")
+	require.Len(t, replies, 1)
+	assert.True(t, replies[0].Restarted, "a restart: the strict term floor")
+	assert.Contains(t, out.joined, pid("c"), "a new process for HandlePeerJoined")
+}

@@ -19,6 +19,10 @@ type msgHello struct {
 	Term      uint64
 	Name      gen.Atom // the sender's registered name, to reach it when its PID is forgotten
 	ViewSize  int      // the sender's view, this node counted: sizes a restarted node's term floor
+	// Incarnation is random per actor start: a node restarted within the
+	// framework's one-second creation resolution may give its new actor
+	// the PID of the old one, and this tells the two apart (isDead)
+	Incarnation uint64
 }
 
 // msgHelloReply answers msgHello.
@@ -27,11 +31,12 @@ type msgHello struct {
 // it: the sender is a restart, and must know a stricter term floor before
 // it grants anything (lease.go).
 type msgHelloReply struct {
-	ClusterID string
-	Term      uint64
-	Name      gen.Atom
-	Restarted bool
-	ViewSize  int // the replier's view: sizes the sender's term floor
+	ClusterID   string
+	Term        uint64
+	Name        gen.Atom
+	Restarted   bool
+	ViewSize    int    // the replier's view: sizes the sender's term floor
+	Incarnation uint64 // as msgHello's
 }
 
 // msgPreVote asks "could I win term Term+1?". It changes no state on the
