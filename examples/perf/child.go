@@ -40,6 +40,7 @@ type childSpec struct {
 	Names             []gen.Atom // every node of the harness, for Bootstrap
 	Groups            int
 	DisableCoalescing bool
+	SymmetricLoss     bool // Options.AssumeSymmetricConnectionLoss (-symmetric)
 }
 
 func init() {
@@ -65,6 +66,7 @@ func runChild(encoded string, in io.Reader, out io.Writer) error {
 		logs:  &logSink{},
 	}
 	h.spec.options.DisableCoalescing = spec.DisableCoalescing
+	h.spec.options.AssumeSymmetricConnectionLoss = spec.SymmetricLoss
 	h.groups = groupsOf(spec.Groups)
 	node, err := lab.StartRouted(spec.Name, h.nodeOptions(spec.Name), spec.Cookie, spec.Port, spec.Routes, h.setup)
 	if err != nil {
@@ -105,6 +107,7 @@ func (h *harness) startChild(name gen.Atom) (*child, error) {
 	spec, err := json.Marshal(childSpec{
 		Name: name, Cookie: perfCookie, Port: port, Routes: h.cl.ProxyPorts(name),
 		Names: h.names, Groups: len(h.groups), DisableCoalescing: h.spec.options.DisableCoalescing,
+		SymmetricLoss: h.spec.options.AssumeSymmetricConnectionLoss,
 	})
 	if err != nil {
 		return nil, err

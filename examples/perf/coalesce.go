@@ -44,8 +44,12 @@ func modeName(coalesced bool) string {
 }
 
 func coalesceOptions(coalesced bool) leader.Options {
-	return leader.Options{DisableCoalescing: coalesced == false}
+	return leader.Options{DisableCoalescing: coalesced == false, AssumeSymmetricConnectionLoss: symmetricLoss}
 }
+
+// symmetricLoss turns Options.AssumeSymmetricConnectionLoss on in every
+// election of the run (-symmetric), the child processes' included.
+var symmetricLoss bool
 
 // manyRun is one cold-started set of elections on three nodes: how long
 // until all are led, optionally the idle cost, optionally a crash.
@@ -156,10 +160,13 @@ func runCoalesce(p *plan) (section, []summaryRow) {
 		}
 	}
 	// 2: ten thousand, coalesced only (see the text for why)
-	p.progress("coalesce: %d clusters on %d nodes, coalesced", p.hugeClusters, coalesceNodes)
-	huge := measureManyCrash(p, p.hugeClusters, true, true, -1)
-	if huge.err != nil {
-		p.progress("coalesce: %d clusters: %v", p.hugeClusters, huge.err)
+	var huge manyRun
+	if p.hugeClusters > 0 {
+		p.progress("coalesce: %d clusters on %d nodes, coalesced", p.hugeClusters, coalesceNodes)
+		huge = measureManyCrash(p, p.hugeClusters, true, true, -1)
+		if huge.err != nil {
+			p.progress("coalesce: %d clusters: %v", p.hugeClusters, huge.err)
+		}
 	}
 	// 4: one cluster alone
 	single := map[bool]*coalesceSingle{}

@@ -75,6 +75,10 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 	fs.StringVar(&p.cpuprof, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof), to see where the time goes")
 	only := fs.String("only", "", "comma-separated sections to measure: "+strings.Join(sectionIDs, ","))
 	runs := fs.Int("runs", 0, "runs per failover/handover/cold-start measurement (default 50, quick 2)")
+	kills := fs.Int("kills", 0, "section coalesce: node crashes per mode under 1,000 elections (default 4)")
+	huge := fs.Int("huge", -1, "section coalesce: elections of the coalesced-only large run (default 10,000; 0 skips it)")
+	coalescedOnly := fs.Bool("coalesced-only", false, "section coalesce: measure the coalesced mode only, not DisableCoalescing")
+	fs.BoolVar(&symmetricLoss, "symmetric", false, "every election with Options.AssumeSymmetricConnectionLoss: the opt-in fast path, to compare with the default")
 	fs.Usage = func() {
 		fmt.Fprintf(log, "usage: go run ./examples/perf [flags]\n\nMeasures the leader actor on real nodes on loopback and prints markdown tables.\n\n")
 		fs.PrintDefaults()
@@ -129,6 +133,15 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 	}
 	if *runs > 0 {
 		p.crashRuns, p.handoverRuns, p.coldRuns = *runs, *runs, *runs
+	}
+	if *kills > 0 {
+		p.coalesceKills = *kills
+	}
+	if *huge >= 0 {
+		p.hugeClusters = *huge
+	}
+	if *coalescedOnly {
+		coalesceModes = []bool{true}
 	}
 	return p, nil
 }
