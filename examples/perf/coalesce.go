@@ -713,6 +713,9 @@ func coalesceReport(p *plan, many map[bool][]manyRun, huge manyRun, single map[b
 
 	// 4. one cluster
 	sc, su := single[true], single[false]
+	if su == nil { // -coalesced-only
+		su = &coalesceSingle{}
+	}
 	fmt.Fprintf(&b, "\n### One cluster of %d nodes\n\n", handoverNodes)
 	fmt.Fprintf(&b, "Section 1's crash failover and section 2's handovers, both ways. The crash is a lost connection as above and in section 1 (links cut, then the node stopped), timed from the cut until every survivor follows one new leader; the node comes back after each run. Handover gaps are from the old leader's `HandleBecomeFollower` to the new leader's `HandleBecomeLeader`. \"No worse beyond noise\" is read here as: p50 and p90 of the coalesced side within 25%% or 1 ms, whichever is more, of the other side's.\n\n")
 	b.WriteString("| figure | runs | coalesced p50 / p90 / p99 / max ms | DisableCoalescing=true p50 / p90 / p99 / max ms | p50 coalesced / uncoalesced |\n|---|---:|---:|---:|---:|\n")
