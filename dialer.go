@@ -379,24 +379,21 @@ const (
 func (b *connectionBoard) forget(node gen.Node) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, m := range []map[connectionKey]time.Time{b.reset, b.redialAt} {
-		for key := range m {
-			if key.node == node {
-				delete(m, key)
-			}
-		}
-	}
-	for key := range b.inbound {
-		if key.node == node {
-			delete(b.inbound, key)
-		}
-	}
-	for key := range b.failures {
-		if key.node == node {
-			delete(b.failures, key)
-		}
-	}
+	of := func(key connectionKey, _ time.Time) bool { return key.node == node }
+	dropWhere(b.reset, of)
+	dropWhere(b.redialAt, of)
+	dropWhere(b.inbound, func(key connectionKey, _ inboundSample) bool { return key.node == node })
+	dropWhere(b.failures, func(key connectionKey, _ dialFailure) bool { return key.node == node })
 	delete(b.starvedAt, node)
+}
+
+// dropWhere deletes the entries of m for which drop reports true.
+func dropWhere[V any](m map[connectionKey]V, drop func(connectionKey, V) bool) {
+	for key, v := range m {
+		if drop(key, v) {
+			delete(m, key)
+		}
+	}
 }
 
 // sweepLocked forgets, at most every boardSweepEvery, the entries older
@@ -412,26 +409,10 @@ func (b *connectionBoard) sweepLocked(now time.Time) {
 	stale := func(key connectionKey, at time.Time) bool {
 		return now.Sub(at) > boardRetention || key.node.IsAlive() == false
 	}
-	for key, at := range b.reset {
-		if stale(key, at) {
-			delete(b.reset, key)
-		}
-	}
-	for key, s := range b.inbound {
-		if stale(key, s.since) {
-			delete(b.inbound, key)
-		}
-	}
-	for key, at := range b.redialAt {
-		if stale(key, at) {
-			delete(b.redialAt, key)
-		}
-	}
-	for key, f := range b.failures {
-		if stale(key, f.at) {
-			delete(b.failures, key)
-		}
-	}
+	dropWhere(b.reset, stale)
+	dropWhere(b.redialAt, stale)
+	dropWhere(b.inbound, func(key connectionKey, s inboundSample) bool { return stale(key, s.since) })
+	dropWhere(b.failures, func(key connectionKey, f dialFailure) bool { return stale(key, f.at) })
 	for node, at := range b.starvedAt {
 		if now.Sub(at) > boardRetention || node.IsAlive() == false {
 			delete(b.starvedAt, node)
