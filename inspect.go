@@ -94,7 +94,7 @@ var inspectKeys = []inspectKey{
 	{"ergo:leaderless_total", "every period without a leader since the start, the current one included", func(e *election) string {
 		return (e.stats.leaderlessTotal + e.leaderlessFor()).String()
 	}},
-	{"ergo:failover_gap_last", "the last failover as this node saw it: from losing its leader to recognising the next (the node's leaderless gap; 0 when it moved from one leader to the next directly)", func(e *election) string { return e.stats.failoverGap.String() }},
+	{"ergo:failover_gap_last", "the last failover as this node saw it: from losing its leader to recognising the next (its leaderless gap)", func(e *election) string { return e.stats.failoverGap.String() }},
 	// liveness
 	{"ergo:election_timer_armed", "whether a campaign is scheduled", func(e *election) string { return strconv.FormatBool(e.timers[timerElection].armed) }},
 	{"ergo:heartbeat_timer_armed", "whether heartbeats are scheduled", func(e *election) string { return strconv.FormatBool(e.timers[timerHeartbeat].armed) }},

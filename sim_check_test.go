@@ -21,7 +21,8 @@ import (
 //     every leader, each counted vote must have been granted (checkVotesCounted)
 //  2. a node grants at most one vote per term
 //  3. a node's term never decreases while it lives
-//  4. no leader while its view is below MinClusterSize
+//  4. no leader while its view, with the seats kept for members that
+//     stopped gracefully, is below MinClusterSize
 //  5. with a converged view and only connectivity faults, no leader is
 //     elected on a side without a majority of the full view
 //  6. a leader cut off from a quorum steps down within ElectionTimeoutMin
@@ -226,9 +227,17 @@ func (c *checker) afterEvent() {
 			k.cut = nil
 			continue
 		}
-		// 4: no leader below the floor
-		if e.viewSize() < e.cfg.minClusterSize {
-			c.fail("%s: leads with view %d below MinClusterSize %d", b.inc, e.viewSize(), e.cfg.minClusterSize)
+		// 4: no leader below the floor; a member that stopped gracefully
+		// keeps its seat for it until its seat runs out (seats.go), which
+		// the actor learns from its ghost timer, an event of its own
+		seats := 0
+		for _, until := range e.seats {
+			if c.s.now.Before(until.Add(time.Millisecond)) {
+				seats++
+			}
+		}
+		if e.viewSize()+seats < e.cfg.minClusterSize {
+			c.fail("%s: leads with view %d and %d kept seats, below MinClusterSize %d", b.inc, e.viewSize(), seats, e.cfg.minClusterSize)
 		}
 		// 1: election safety, over the views the leaders won with
 		if k.wonTerm != e.term || k.won.inc == "" {
