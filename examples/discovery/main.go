@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"ergo.services/actor/leader"
@@ -25,7 +26,7 @@ const (
 
 // startMember starts a node that runs one election actor, whose discovery
 // is the registrar.
-func startMember(name gen.Atom, changes chan<- string, leaveAfter time.Duration) (gen.Node, gen.PID, error) {
+func startMember(name gen.Atom, prefix string, changes chan<- string, leaveAfter time.Duration) (gen.Node, gen.PID, error) {
 	node, err := ergo.StartNode(name, gen.NodeOptions{
 		Network: gen.NetworkOptions{Cookie: cookie},
 		Log:     gen.LogOptions{Level: gen.LogLevelWarning},
@@ -47,6 +48,7 @@ func startMember(name gen.Atom, changes chan<- string, leaveAfter time.Duration)
 			reconcileEvery: 2 * time.Second,
 			leaveAfter:     leaveAfter,
 			changes:        changes,
+			ours:           func(n gen.Atom) bool { return strings.HasPrefix(string(n), prefix) },
 		}
 	}
 	pid, err := node.SpawnRegister(actor, factory, gen.ProcessOptions{})
@@ -75,7 +77,7 @@ func run(leaveAfter time.Duration) error {
 		}
 	}()
 	for i := 1; i <= 3; i++ {
-		n, _, err := startMember(gen.Atom(fmt.Sprintf("disco%d@localhost", i)), changes, leaveAfter)
+		n, _, err := startMember(gen.Atom(fmt.Sprintf("disco%d@localhost", i)), "disco", changes, leaveAfter)
 		if err != nil {
 			return err
 		}
@@ -94,7 +96,7 @@ func run(leaveAfter time.Duration) error {
 	}
 	fmt.Println("three nodes, no peer list: the registrar introduces them")
 	show(2 * time.Second)
-	late, _, err := startMember("disco4@localhost", changes, leaveAfter)
+	late, _, err := startMember("disco4@localhost", "disco", changes, leaveAfter)
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func TestRegistrarDiscovery(t *testing.T) {
 	})
 	leaveAfter := 500 * time.Millisecond
 	for i := 1; i <= 3; i++ {
-		n, pid, err := startMember(gen.Atom(fmt.Sprintf("%s-%d@localhost", prefix, i)), nil, leaveAfter)
+		n, pid, err := startMember(gen.Atom(fmt.Sprintf("%s-%d@localhost", prefix, i)), prefix+"-", nil, leaveAfter)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestRegistrarDiscovery(t *testing.T) {
 	}
 	await(t, nodes, "ergo:view_size", "3")
 	await(t, nodes, "ergo:leader_node", "*")
-	late, pid, err := startMember(gen.Atom(prefix+"-4@localhost"), nil, leaveAfter)
+	late, pid, err := startMember(gen.Atom(prefix+"-4@localhost"), prefix+"-", nil, leaveAfter)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,11 @@ type member struct {
 	options        leader.Options
 	reconcileEvery time.Duration
 	leaveAfter     time.Duration
+	// ours says which of the registrar's nodes belong to this election: a
+	// registrar lists every node of the host (or the cluster), and a node
+	// that runs no such election must not count toward the quorum. Here a
+	// name prefix, as a deployment's naming convention gives.
+	ours func(gen.Atom) bool
 
 	registrar gen.Registrar
 	unlisted  map[gen.Atom]time.Time // nodes the registrar stopped listing, and since when
@@ -72,7 +77,9 @@ func (m *member) HandleMessage(from gen.PID, message any) error {
 func (m *member) HandleEvent(event gen.MessageEvent) error {
 	switch news := event.Message.(type) {
 	case gen.MessageRegistrarNodeJoined:
-		m.join(news.Name)
+		if m.ours(news.Name) {
+			m.join(news.Name)
+		}
 	case gen.MessageRegistrarNodeLeft:
 		if _, ok := m.unlisted[news.Name]; ok == false {
 			m.unlisted[news.Name] = time.Now()
@@ -93,6 +100,7 @@ func (m *member) reconcile() {
 		m.Log().Warning("discovery: the registrar did not list the nodes (%s); trying again in %s", err, m.reconcileEvery)
 		return
 	}
+	nodes = slices.DeleteFunc(nodes, func(n gen.Atom) bool { return m.ours(n) == false })
 	for _, node := range nodes {
 		m.join(node)
 	}
