@@ -115,11 +115,12 @@ type clNode struct {
 }
 
 type realCluster struct {
-	t      *testing.T
-	cfg    clConfig
-	rec    *cbRecorder
-	logs   *clLogRing
-	stalls *clStallWatch
+	t        *testing.T
+	cfg      clConfig
+	rec      *cbRecorder
+	logs     *clLogRing
+	warnings *clWarnings
+	stalls   *clStallWatch
 
 	mu    sync.Mutex
 	nodes []*clNode
@@ -127,11 +128,12 @@ type realCluster struct {
 
 func newRealCluster(t *testing.T, cfg clConfig) *realCluster {
 	c := &realCluster{
-		t:      t,
-		cfg:    cfg,
-		rec:    &cbRecorder{},
-		logs:   newClLogRing(600),
-		stalls: startClStallWatch(),
+		t:        t,
+		cfg:      cfg,
+		rec:      &cbRecorder{},
+		logs:     newClLogRing(600),
+		warnings: &clWarnings{},
+		stalls:   startClStallWatch(),
 	}
 	// Cleanups run last-in first-out: this one runs after the nodes stopped.
 	t.Cleanup(func() {
@@ -146,6 +148,55 @@ func newRealCluster(t *testing.T, cfg clConfig) *realCluster {
 	})
 	t.Cleanup(c.teardown)
 	return c
+}
+
+// clWarnings keeps every warning and error the nodes log, with the time
+// it was logged, out of the ring's reach: a test asserts that a warning
+// never appeared.
+type clWarnings struct {
+	mu    sync.Mutex
+	lines []clWarning
+}
+
+type clWarning struct {
+	at   time.Time
+	line string
+}
+
+func (w *clWarnings) Log(m gen.MessageLog) {
+	source := ""
+	switch s := m.Source.(type) {
+	case gen.MessageLogProcess:
+		source = fmt.Sprintf("%s %s", s.Node, s.Name)
+	case gen.MessageLogNode:
+		source = string(s.Node)
+	case gen.MessageLogNetwork:
+		source = fmt.Sprintf("%s net(%s)", s.Node, s.Peer)
+	}
+	text := m.Format
+	if len(m.Args) > 0 {
+		text = fmt.Sprintf(m.Format, m.Args...)
+	}
+	w.mu.Lock()
+	if len(w.lines) < 10000 {
+		w.lines = append(w.lines, clWarning{at: m.Time, line: fmt.Sprintf("%s [%s] %s: %s", m.Time.Format("15:04:05.000000"), m.Level, source, text)})
+	}
+	w.mu.Unlock()
+}
+
+func (w *clWarnings) Terminate() {}
+
+// containing returns the lines logged at or after since that contain text.
+func (w *clWarnings) containing(text string, since time.Time) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var found []string
+	for _, l := range w.lines {
+		if l.at.Before(since) == false && strings.Contains(l.line, text) {
+			found = append(found, l.line)
+		}
+	}
+	return found
 }
 
 // teardown stops every node; it may run twice.
@@ -204,11 +255,71 @@ func (c *realCluster) logLongestStep(nodes []*clNode) {
 // nothing.
 func (c *realCluster) addNode() int {
 	c.t.Helper()
+	name := gen.Atom(fmt.Sprintf("lt%d-%03d@%s", os.Getpid(), clNodeSeq.Add(1), clNodeHost))
+	n := c.startNode(name)
+
+	c.mu.Lock()
+	n.idx = len(c.nodes)
+	c.nodes = append(c.nodes, n)
+	others := slices.Clone(c.nodes[:n.idx])
+	c.mu.Unlock()
+
+	for _, o := range others {
+		if o.stopped {
+			continue
+		}
+		c.route(n, o)
+		c.route(o, n)
+	}
+	return n.idx
+}
+
+// restartNode starts node i again under the same name after stopNode, as a
+// rolling restart does: a new node (a new acceptor port) takes index i, the
+// static routes of every other live node to that name are replaced with
+// routes to the new acceptor, and the discovery lists it again. It spawns
+// nothing.
+func (c *realCluster) restartNode(i int) {
+	c.t.Helper()
+	old := c.n(i)
+	require.True(c.t, old.stopped, "restart %s: the node must be stopped first", old.name)
+	// The framework's creation is the Unix second of the node's start: a
+	// node started again within the second of the old one's start gives
+	// its first processes the old ones' PIDs. The library tells them apart
+	// (incarnations, membership.go), the callback recorder, which keys
+	// actors by PID, cannot; so the new node starts in a later second.
+	if wait := time.Until(time.Unix(old.node.Creation()+1, 0)); wait > 0 {
+		time.Sleep(wait)
+	}
+	n := c.startNode(old.name)
+	n.idx = i
+
+	c.mu.Lock()
+	c.nodes[i] = n
+	others := slices.Clone(c.nodes)
+	c.mu.Unlock()
+
+	for _, o := range others {
+		if o.idx == i || o.stopped {
+			continue
+		}
+		err := o.node.Network().RemoveRoute("^" + regexp.QuoteMeta(string(n.name)) + "$")
+		if err != nil && errors.Is(err, gen.ErrUnknown) == false {
+			c.t.Fatalf("node %s: remove the route to %s: %v", o.name, n.name, err)
+		}
+		c.route(o, n)
+		c.route(n, o)
+	}
+}
+
+// startNode starts the node name and registers the protocol on it; the
+// caller adds it to the cluster and the routes.
+func (c *realCluster) startNode(name gen.Atom) *clNode {
+	c.t.Helper()
 	level := gen.LogLevelInfo
 	if os.Getenv("LEADER_TEST_DEBUG") != "" {
 		level = gen.LogLevelDebug
 	}
-	name := gen.Atom(fmt.Sprintf("lt%d-%03d@%s", os.Getpid(), clNodeSeq.Add(1), clNodeHost))
 	options := gen.NodeOptions{
 		ShutdownTimeout: 10 * time.Second,
 		Network: gen.NetworkOptions{
@@ -220,7 +331,10 @@ func (c *realCluster) addNode() int {
 		Log: gen.LogOptions{
 			Level:         level,
 			DefaultLogger: gen.DefaultLoggerOptions{Disable: true},
-			Loggers:       []gen.Logger{{Name: "capture", Logger: c.logs}},
+			Loggers: []gen.Logger{
+				{Name: "capture", Logger: c.logs},
+				{Name: "warnings", Logger: c.warnings, Filter: []gen.LogLevel{gen.LogLevelWarning, gen.LogLevelError, gen.LogLevelPanic}},
+			},
 		},
 	}
 	node, err := ergo.StartNode(name, options)
@@ -251,21 +365,7 @@ func (c *realCluster) addNode() int {
 		node.StopForce()
 		c.t.Fatalf("node %s: acceptor interface %q is not host:port: %v", name, n.addr, err)
 	}
-
-	c.mu.Lock()
-	n.idx = len(c.nodes)
-	c.nodes = append(c.nodes, n)
-	others := slices.Clone(c.nodes[:n.idx])
-	c.mu.Unlock()
-
-	for _, o := range others {
-		if o.stopped {
-			continue
-		}
-		c.route(n, o)
-		c.route(o, n)
-	}
-	return n.idx
+	return n
 }
 
 // route adds the static route on from to to's acceptor.
