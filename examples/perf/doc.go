@@ -50,6 +50,7 @@ var docOrder = []struct{ id, title, placeholder string }{
 	{"crash", "1. Crash failover", "not measured yet: `go run ./examples/perf -only crash -out docs/performance.md`"},
 	{"compare", "1b. Fast failover on and off", "not measured yet: `LEADER_PERF=1 LEADER_PERF_DOC=docs/performance.md go test -run TestPerfFastFailoverComparison -v .` (package leader: the switch is unexported)"},
 	{"handover", "2. Graceful handover", "not measured yet: `go run ./examples/perf -only handover -out docs/performance.md`"},
+	{"rolling", "2b. Rolling restart, three nodes at the defaults", "not measured yet: `LEADER_PERF=1 LEADER_PERF_DOC=docs/performance.md go test -run TestPerfRollingRestart -v .` (package leader: the switch that turns kept seats off is unexported)"},
 	{"coldstart", "3. Cold start", "not measured yet: `go run ./examples/perf -only coldstart -out docs/performance.md`"},
 	{"heal", "4. Partition heal", "not measured yet: `go run ./examples/perf -only heal -out docs/performance.md`"},
 	{"steady", "5. Steady-state cost", "not measured yet: `go run ./examples/perf -only steady -out docs/performance.md`"},
