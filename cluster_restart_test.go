@@ -232,20 +232,13 @@ func (s clRollingStep) String() string {
 // this test fails there (checked by hand: every step saw the survivors
 // unclustered, and the first step timed out waiting for them to elect).
 //
-// Each step waits for every actor to have settled its term floor before
-// the next stop, settling it through a test hook (clRollingReadiness).
-// Known problem of the library: a restarted actor settles its floor
-// lazily, at the first protocol message or vote request after its quiet
-// period (a follower whose leader's rounds its node's hub answers may get
-// none for a long time), and counts only the terms of members still in its
-// view then, needing those of both other nodes of three. When the leader
-// stops gracefully before that, and its down reaches the restarted actor
-// before its successor's vote request, the terms the leader told it are
-// dropped with it: the floor cannot be settled, the restarted actor grants
-// no vote, and the two survivors stay leaderless until the stopped node is
-// back, or fall below the floor when its seat runs out.
-// LEADER_ROLLING_READINESS=none shows it in most runs,
-// LEADER_ROLLING_READINESS=quiet in about one in ten.
+// Each step waits only for the restarted actor to follow the leader, as an
+// orchestrator's readiness check does (Probe), before the next stop
+// (clRollingReadiness). A restarted actor settles its term floor when its
+// quiet period ends (askFloor), and a member that stopped gracefully keeps
+// counting with the term it last said (its kept seat): before both, a
+// leader stopped right after a restart left the restarted actor unable to
+// vote and the survivors leaderless in most runs.
 func TestClusterRollingRestartKeepsLeader(t *testing.T) {
 	c := newRealCluster(t, clConfig{})
 	all := clStartRolling(c, protocolSwitches{})
@@ -268,43 +261,31 @@ func TestClusterRollingRestartKeepsLeader(t *testing.T) {
 
 // HandleInspect answers test:floor_known for the rolling restarts: whether
 // the actor has settled its term floor (lease.go), without which a
-// restarted actor grants no vote; no key of the library says so. Asked for
-// test:settle_floor it first settles the floor if it can (the quiet period
-// is over and the terms of enough members were heard), as the next protocol
-// message would.
+// restarted actor grants no vote; no key of the library says so.
 func (a *testActor) HandleInspect(from gen.PID, items ...string) map[string]string {
 	if a.state == nil {
 		return nil
 	}
 	switch {
-	case slices.Contains(items, clSettleFloorKey):
-		a.state.floorReady()
-		return map[string]string{clSettleFloorKey: strconv.FormatBool(a.state.floorKnown)}
 	case slices.Contains(items, clFloorKnownKey):
 		return map[string]string{clFloorKnownKey: strconv.FormatBool(a.state.floorKnown)}
 	}
 	return nil
 }
 
-const (
-	clFloorKnownKey  = "test:floor_known"
-	clSettleFloorKey = "test:settle_floor"
-)
+const clFloorKnownKey = "test:floor_known"
 
 // clRollingReadiness is what a rolling restart waits for before it stops
-// the next node, LEADER_ROLLING_READINESS: "floor" (the default) until
-// every actor has settled its term floor, settling it through
-// test:settle_floor; "quiet" until the quiet periods are over
-// (ergo:quiet_until), which is all a user can see; "none" for nothing
-// more than the restarted actor following the leader (as Probe's Ready
-// says). "quiet" and "none" show the known problem of the term floor
-// described above TestClusterRollingRestartKeepsLeader.
+// the next node, LEADER_ROLLING_READINESS: "none" (the default) for
+// nothing more than the restarted actor following the leader (as Probe's
+// Ready says); "quiet" until the quiet periods are over
+// (ergo:quiet_until); "floor" until every actor has settled its term floor.
 func clRollingReadiness() string {
 	switch v := os.Getenv("LEADER_ROLLING_READINESS"); v {
-	case "quiet", "none":
+	case "quiet", "floor":
 		return v
 	}
-	return "floor"
+	return "none"
 }
 
 // waitFloorsSettled waits until every actor of idxs has settled its term
@@ -314,8 +295,8 @@ func (c *realCluster) waitFloorsSettled(idxs []int) {
 	waitFor(c.t, clConverge, fmt.Sprintf("the term floors of %v to be settled", idxs), func() (bool, string) {
 		var unsettled []string
 		for _, i := range idxs {
-			raw, err := c.inspect(i, clActorName, clSettleFloorKey)
-			if err != nil || raw[clSettleFloorKey] != "true" {
+			raw, err := c.inspect(i, clActorName, clFloorKnownKey)
+			if err != nil || raw[clFloorKnownKey] != "true" {
 				unsettled = append(unsettled, fmt.Sprintf("#%d %v %v", i, raw, err))
 			}
 		}

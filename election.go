@@ -296,6 +296,7 @@ func (e *election) start(now time.Time) {
 	}
 	e.viewChanged()
 	e.armHealthCheck()
+	e.armGhostTimer() // the term floor is settled when the quiet period ends
 }
 
 // viewGrew handles a member added to the view. Acknowledgements gathered
@@ -797,7 +798,7 @@ func (e *election) campaignWith(fast bool) {
 
 // preVoteRequest is the request of the pre-vote in progress.
 func (e *election) preVoteRequest() msgPreVote {
-	return msgPreVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Pledge: e.pledges != nil}
+	return msgPreVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.floorSize(), Pledge: e.pledges != nil}
 }
 
 // startElection increments the term, votes for itself and asks everyone
@@ -839,7 +840,7 @@ func (e *election) startElection(why string) {
 		e.win()
 		return
 	}
-	req := msgVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Handover: why == "handover"}
+	req := msgVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.floorSize(), Handover: why == "handover"}
 	for _, m := range e.sortedMembers() {
 		if e.votes[m.node] == false { // a pledge is this term's vote already
 			e.send(m, req)

@@ -336,10 +336,15 @@ func (h *hub) openRounds(slots []*slot, ticking bool) {
 		if ticking {
 			due = s.dueParked(now, horizon, due)
 		}
-		if s.lead == false {
-			if s.inStep && s.leading {
-				h.pending = append(h.pending, s)
-			} else if ticking {
+		// A leader in the middle of a step keeps its rounds going: the
+		// acting lease needs a round every liveness interval, and a step
+		// that does the leader's work (a database write) may take longer
+		// than the lease. Rounds opened for a leader that stands down in
+		// that step only make its followers keep a promise to it a little
+		// longer, which costs no safety: the actor counts the acks only
+		// while it still leads the term it shared (importShared).
+		if s.lead == false && (s.inStep && s.leading) == false {
+			if ticking {
 				s.quiet().Store(s.quietFor(horizon))
 			}
 			s.mu.Unlock()

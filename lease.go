@@ -151,6 +151,7 @@ func (e *election) recheckFloor() {
 					e.send(m, hello)
 				}
 			}
+			e.armGhostTimer() // and again until it settles (askFloor)
 		}
 	}
 }
@@ -180,7 +181,9 @@ func (e *election) floorReady() bool {
 	heard := 0
 	floor := e.floorTerm
 	for node, term := range e.floorTerms {
-		if _, member := e.members[node]; member {
+		_, member := e.members[node]
+		_, seated := e.seats[node] // stopped gracefully: its last term counts as any member's
+		if member || seated {
 			heard++
 			floor = max(floor, term)
 		} else {
@@ -195,6 +198,20 @@ func (e *election) floorReady() bool {
 		e.adoptTerm(floor)
 	}
 	return true
+}
+
+// askFloor settles the term floor once the quiet period is over, or asks
+// the members not heard from yet for their terms (a Hello's reply carries
+// it), no more often than their probe spacing.
+func (e *election) askFloor() {
+	if e.floorKnown || e.now.Before(e.startedAt.Add(e.quietPeriod())) || e.floorReady() {
+		return
+	}
+	for _, m := range e.sortedMembers() {
+		if _, heard := e.floorTerms[m.node]; heard == false && e.now.Before(m.nextProbe) == false {
+			e.probe(m)
+		}
+	}
 }
 
 // belowFloor reports whether term is one a fresh actor may not grant.

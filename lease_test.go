@@ -172,3 +172,24 @@ func TestAnAbsurdToldViewSizeIsIgnored(t *testing.T) {
 	assert.Less(t, h.e.floorView, maxToldViewSize)
 	assert.True(t, h.e.floorKnown)
 }
+
+// Rule 4: the floor settles when the quiet period ends, without waiting for
+// a vote request: the ghost timer wakes the actor, which asks the members
+// it has not heard. A member that stopped gracefully (a kept seat) counts
+// with the term it last said.
+func TestTheFloorSettlesAtTheEndOfTheQuietPeriod(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.freshStart()
+	h.e.armGhostTimer()
+	h.recv("b", msgHelloReply{ClusterID: "c", Term: 3, Restarted: true})
+	require.True(t, h.e.timers[timerGhost].armed)
+	h.now = later(h.now, h.e.members[node("c")].nextProbe) // past the spacing of Join's Hello
+	out := h.fire(timerGhost)
+	require.False(t, h.e.floorKnown, "a restart of a view of three needs both others")
+	assert.Len(t, sentTo[msgHello](out, "c"), 1, "c is asked for its term")
+	require.True(t, h.e.timers[timerGhost].armed, "and asked again until the floor settles")
+	require.True(t, h.e.down(h.now, pid("b"), gen.TerminateReasonShutdown))
+	h.recv("c", msgHelloReply{ClusterID: "c", Term: 4})
+	assert.True(t, h.e.floorKnown, "b stopped gracefully and keeps its seat: its term counts")
+	assert.Equal(t, uint64(4), h.e.floorTerm)
+}

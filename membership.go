@@ -85,7 +85,12 @@ func (e *election) quorum() int { return e.viewSize()/2 + 1 }
 
 // belowFloor reports whether the view is too small to have a leader at all.
 // A member that stopped gracefully keeps its seat for it (seats.go).
-func (e *election) belowFloor() bool { return e.viewSize()+e.keptSeats() < e.cfg.minClusterSize }
+func (e *election) belowFloor() bool { return e.floorSize() < e.cfg.minClusterSize }
+
+// floorSize is the view with the seats kept for members that stopped
+// gracefully: what MinClusterSize is compared with, here and by the voters
+// a campaign asks (msgPreVote.ViewSize, msgVote.ViewSize).
+func (e *election) floorSize() int { return e.viewSize() + e.keptSeats() }
 
 // join declares a peer. It counts at once, before it has answered, which is
 // what lets a node reach MinClusterSize without campaign traffic.
@@ -403,6 +408,9 @@ func (e *election) downReported(now, at time.Time, pid gen.PID, reason error, re
 		if m.pid == (gen.PID{}) && m.knownPID == pid && errors.Is(reason, gen.ErrNoConnection) == false {
 			// the member's process, whose connection dropped just before
 			// it terminated: a real termination all the same
+			if graceful(reason) {
+				e.keepSeat(m.node)
+			}
 			e.markDead(pid) // while it is a member: its incarnation is kept
 			e.remove(m, "its process terminated: "+reasonText(reason))
 			e.watchGone(m)
@@ -506,6 +514,7 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed, p
 // is really gone costs each election a few failed sends by name (which the
 // dialer answers from one shared dial) before it is dropped.
 func (e *election) sweepGhosts() {
+	e.askFloor()
 	if len(e.seats) > 0 {
 		kept := len(e.seats)
 		if e.keptSeats() < kept {
@@ -595,6 +604,18 @@ func (e *election) armGhostTimer() {
 	}
 	if at := e.nextSeatExpiry(); at.IsZero() == false && (next.IsZero() || at.Before(next)) {
 		next = at
+	}
+	if e.floorKnown == false {
+		// settle the term floor when the quiet period ends, and ask again
+		// every ElectionTimeoutMin until it is: a follower whose leader's
+		// rounds come through the hub hears no other member's term
+		at := e.startedAt.Add(e.quietPeriod())
+		if e.now.Before(at) == false {
+			at = e.now.Add(e.cfg.electionTimeoutMin)
+		}
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
 	}
 	if next.IsZero() {
 		e.cancelTimer(timerGhost)

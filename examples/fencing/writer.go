@@ -115,14 +115,17 @@ func (w *writer) HandleMessage(from gen.PID, message any) error {
 		if m.Generation != w.generation || w.writing == false {
 			return nil
 		}
-		if w.IsLeader() == false {
-			w.writing = false
-			return nil
+		// IsLeader is false for a moment when the lease is not fresh (a
+		// hiccup longer than it, or right after a HandleConfirmLeader that
+		// took longer than the lease: the first round after it is still on
+		// its way): skip this tick, not the leadership. Leadership ends with
+		// HandleBecomeFollower.
+		if w.IsLeader() {
+			if w.spec.BeforeWrite != nil {
+				w.spec.BeforeWrite(w.Node().Name(), w.token)
+			}
+			w.write()
 		}
-		if w.spec.BeforeWrite != nil {
-			w.spec.BeforeWrite(w.Node().Name(), w.token)
-		}
-		w.write()
 		if w.writing {
 			_, err := w.SendAfter(w.PID(), messageWrite{Generation: w.generation}, w.spec.Every)
 			return err
