@@ -469,6 +469,10 @@ func (e *election) successorRefusal(m *member, connected func(gen.Atom) bool) st
 		return fmt.Sprintf("it has not acknowledged a round of term %d", e.term)
 	case e.now.Sub(m.lastHeard) >= e.cfg.electionTimeoutMin:
 		return fmt.Sprintf("it was last heard %s ago, more than ElectionTimeoutMin", e.now.Sub(m.lastHeard).Round(time.Millisecond))
+	case m.processSeen.IsZero() == false && e.now.Sub(m.processSeen) < e.quietPeriod():
+		// a process that started within its quiet period may not
+		// campaign yet: the handover would wait for it to end
+		return fmt.Sprintf("its process started %s ago, within its quiet period (%s)", e.now.Sub(m.processSeen).Round(time.Millisecond), e.quietPeriod())
 	}
 	return ""
 }

@@ -20,6 +20,7 @@ type member struct {
 	rtt      time.Duration // the last round trip of a heartbeat round to it (leader: roundFresh)
 	// incarnation of its process, from its Hello or Hello reply
 	incarnation uint64
+	processSeen time.Time // when this node first heard its current process
 
 	lastHeard        time.Time // last valid protocol message received from it
 	lastAck          time.Time // last acknowledgement of this node's leadership (ack or grant)
@@ -250,6 +251,7 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 			// the same process coming back after a blip is not
 			m.predecessor = m.knownPID != (gen.PID{})
 			m.knownPID = from
+			m.processSeen = e.now
 			e.out.joined = append(e.out.joined, from)
 		}
 	}
@@ -339,6 +341,7 @@ func (e *election) heardIncarnation(m *member, from gen.PID, incarnation uint64)
 	}
 	if m.incarnation != 0 && m.incarnation != incarnation && m.knownPID == from {
 		m.predecessor = true
+		m.processSeen = e.now
 		e.out.joined = append(e.out.joined, from)
 	}
 	m.incarnation = incarnation
