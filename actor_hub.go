@@ -22,7 +22,7 @@ func (a *Actor) joinHub() {
 		return
 	}
 	if a.slot == nil {
-		a.slot = &slot{cluster: a.state.cfg.clusterID, actor: a.PID(), interval: livenessInterval(a.state.cfg), peerSilence: hubPeerSilence(a.state.cfg)}
+		a.slot = &slot{cluster: a.state.cfg.clusterID, actor: a.PID(), interval: livenessInterval(a.state.cfg), peerSilence: hubPeerSilence(a.state.cfg), stepGrace: leaderStepGrace(a.state.cfg)}
 	}
 	// until the hub confirms, ask again now and then: it may have failed
 	// between the join and the answer, or could not be started

@@ -70,6 +70,7 @@ type slot struct {
 	cluster     string
 	actor       gen.PID
 	interval    time.Duration // the actor's liveness interval (timing.go)
+	stepGrace   time.Duration // the actor's leaderStepGrace (timing.go)
 	peerSilence time.Duration // the actor's hubPeerSilence (timing.go)
 	key         uint64        // the hub's number for it (routes.go); only the hub reads and writes it
 
@@ -81,6 +82,7 @@ type slot struct {
 	// its end. Together they tell the hub that a leader is only busy
 	// (hub.go, tick), not gone.
 	leading, inStep bool
+	stepSeen        time.Time            // when the hub first found the actor in its current step
 	followers       map[gen.Atom]gen.PID // where the rounds go: the members whose process is known
 	round           uint64               // the newest round number of leadTerm, the actor's or the hub's
 
@@ -257,6 +259,7 @@ func (s *slot) share(g grant) {
 		s.acksVersion++
 	}
 	s.lead, s.leading, s.inStep = g.lead, g.lead, false
+	s.stepSeen = time.Time{} // the step ended: the next one has a grace of its own
 	s.quiet().Store(0)
 	s.followers = g.followers
 	s.relink()

@@ -336,14 +336,22 @@ func (h *hub) openRounds(slots []*slot, ticking bool) {
 		if ticking {
 			due = s.dueParked(now, horizon, due)
 		}
-		// A leader in the middle of a step keeps its rounds going: the
-		// acting lease needs a round every liveness interval, and a step
-		// that does the leader's work (a database write) may take longer
-		// than the lease. Rounds opened for a leader that stands down in
-		// that step only make its followers keep a promise to it a little
-		// longer, which costs no safety: the actor counts the acks only
-		// while it still leads the term it shared (importShared).
-		if s.lead == false && (s.inStep && s.leading) == false {
+		// A leader in the middle of a step keeps its rounds going for a
+		// while (leaderStepGrace): the acting lease needs a round every
+		// liveness interval, and a step that does the leader's work (a
+		// database write) may take longer than the lease. Rounds opened
+		// for a leader that stands down in that step only make its
+		// followers keep a promise to it a little longer, which costs no
+		// safety: the actor counts the acks only while it still leads the
+		// term it shared (importShared). A leader hung for longer gets no
+		// rounds, and its followers elect another.
+		if s.inStep == false {
+			s.stepSeen = time.Time{}
+		} else if s.stepSeen.IsZero() {
+			s.stepSeen = now
+		}
+		busy := s.inStep && s.leading && now.Sub(s.stepSeen) < s.stepGrace
+		if s.lead == false && busy == false {
 			if ticking {
 				s.quiet().Store(s.quietFor(horizon))
 			}

@@ -165,10 +165,11 @@ func TestHubSendsNothingToANodeThatIsNotConnected(t *testing.T) {
 
 // A leader in the middle of a step when the hub ticks gets its round all
 // the same: the acting lease needs a round every liveness interval, and the
-// leader's own work (a database write in a step) may take longer. One that
+// leader's own work (a database write in a step) may take longer. Not for
+// longer than its step grace: a hung leader must be replaced. One that
 // stood down, and shared that at the end of its step, gets none.
 func TestHubOpensRoundsForALeaderInTheMiddleOfAStep(t *testing.T) {
-	leader := &slot{cluster: "c", actor: pid("a"), interval: 5 * time.Millisecond}
+	leader := &slot{cluster: "c", actor: pid("a"), interval: 5 * time.Millisecond, stepGrace: 75 * time.Millisecond}
 	leader.share(grant{lead: true, leadTerm: 2, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
 	h, p := newTestHub(leader)
 	beats := func() []msgBeats {
@@ -187,6 +188,19 @@ func TestHubOpensRoundsForALeaderInTheMiddleOfAStep(t *testing.T) {
 	require.False(t, malformed)
 	assert.Equal(t, uint64(1), entries[0].round)
 	assert.Empty(t, h.pending, "nothing to come back for")
+
+	now := t0
+	h.clock = func() time.Time { return now }
+	now = now.Add(75 * time.Millisecond) // the step goes on: a hung leader
+	p.sent = nil
+	h.tick()
+	assert.Empty(t, beats(), "no round once the step has lasted its grace")
+
+	leader.share(grant{lead: true, leadTerm: 2, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}}) // the step ends
+	leader.settle(true, 0, 0)                                                                          // and another begins
+	p.sent = nil
+	h.tick()
+	require.Len(t, beats(), 1, "a new step has its own grace")
 
 	leader.share(grant{}) // it stood down in that step
 	p.sent = nil
