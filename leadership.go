@@ -469,12 +469,15 @@ func (e *election) successorRefusal(m *member, connected func(gen.Atom) bool) st
 		return fmt.Sprintf("it has not acknowledged a round of term %d", e.term)
 	case e.now.Sub(m.lastHeard) >= e.cfg.electionTimeoutMin:
 		return fmt.Sprintf("it was last heard %s ago, more than ElectionTimeoutMin", e.now.Sub(m.lastHeard).Round(time.Millisecond))
-	case m.processSeen.IsZero() == false && e.now.Sub(m.processSeen) < e.quietPeriod():
-		// a process that started within its quiet period may not
-		// campaign yet: the handover would wait for it to end
-		return fmt.Sprintf("its process started %s ago, within its quiet period (%s)", e.now.Sub(m.processSeen).Round(time.Millisecond), e.quietPeriod())
 	}
 	return ""
+}
+
+// mayBeQuiet reports whether m's process may still be in its quiet period,
+// as far as this node can tell (it first heard that process less than a
+// quiet period ago): such a successor could not campaign until it ends.
+func (e *election) mayBeQuiet(m *member) bool {
+	return m.processSeen.IsZero() == false && e.now.Sub(m.processSeen) < e.quietPeriod()
 }
 
 // handover steps down on purpose and, when a reachable, up-to-date follower
@@ -496,12 +499,22 @@ func (e *election) handoverTo(now time.Time, why string, connected func(gen.Atom
 	if e.role != roleLeader {
 		return ""
 	}
+	// the up-to-date member heard most recently, preferring one whose
+	// process is surely past its quiet period (a restarted node's could
+	// not campaign until then)
 	var target *member
 	for _, m := range e.sortedMembers() {
 		if e.successorRefusal(m, connected) != "" || (to != "" && m.node != to) {
 			continue
 		}
-		if target == nil || m.lastHeard.After(target.lastHeard) {
+		switch {
+		case target == nil:
+			target = m
+		case e.mayBeQuiet(target) != e.mayBeQuiet(m):
+			if e.mayBeQuiet(target) {
+				target = m
+			}
+		case m.lastHeard.After(target.lastHeard):
 			target = m
 		}
 	}
