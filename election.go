@@ -181,10 +181,10 @@ type election struct {
 	grantedLead     uint64
 	floorTerms      map[gen.Atom]uint64 // the newest term heard from each member (lease.go)
 	floorKnown      bool
-	floorView       int    // the largest view this actor has known or been told of
-	floorNeed       int    // members heard when the floor settled
-	restarted       bool   // a peer knew an earlier process of this actor
-	floorTerm       uint64 // no grant for a term at or below this one
+	toldViews       map[gen.Atom]int // the view size each member last told (lease.go)
+	floorNeed       int              // members heard when the floor settled
+	restarted       bool             // a peer knew an earlier process of this actor
+	floorTerm       uint64           // no grant for a term at or below this one
 
 	votes       map[gen.Atom]bool // grants in the current election, self included
 	voteReplies int               // replies received in the current election
@@ -318,7 +318,7 @@ func (e *election) viewGrew() {
 // MinClusterSize there is no leader and no campaign, including for a leader
 // whose view just shrank.
 func (e *election) viewChanged() {
-	e.noteViewSize(e.viewSize())
+	e.recheckFloor()
 	if e.belowFloor() {
 		if e.role == roleUnclustered {
 			return
@@ -393,7 +393,7 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	}
 
 	m := e.heard(from, nameOf(message))
-	e.toldViewSize(viewSizeOf(message))
+	e.toldViewSize(m.node, viewSizeOf(message))
 	if _, request := message.(msgVote); request && h.term > 0 {
 		// a candidate's term is the one it asks for, not one it held
 		e.learnFloor(m.node, h.term-1)
@@ -582,7 +582,7 @@ func (e *election) handlePreVote(m *member, req msgPreVote) {
 		// may have promised in its previous life (lease.go)
 		e.drop(why)
 		reply.Leader = supported
-	case req.ViewSize < e.cfg.minClusterSize:
+	case req.ViewSize+req.Seats < e.cfg.minClusterSize:
 		// the candidate could not be eligible under the floor
 	case e.failingOverFast() && m.node > e.self.Node:
 		// both lost the leader; the requester is ranked after this node
@@ -646,7 +646,7 @@ func (e *election) handleVote(m *member, req msgVote) {
 		why = "term_floor"
 	}
 	free := e.votedFor == (gen.PID{}) || e.votedFor == m.pid
-	granted := why == "" && free && e.role != roleLeader && req.ViewSize >= e.cfg.minClusterSize
+	granted := why == "" && free && e.role != roleLeader && req.ViewSize+req.Seats >= e.cfg.minClusterSize
 	if why != "" {
 		e.drop(why)
 	}
@@ -798,7 +798,7 @@ func (e *election) campaignWith(fast bool) {
 
 // preVoteRequest is the request of the pre-vote in progress.
 func (e *election) preVoteRequest() msgPreVote {
-	return msgPreVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.floorSize(), Pledge: e.pledges != nil}
+	return msgPreVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Seats: e.keptSeats(), Pledge: e.pledges != nil}
 }
 
 // startElection increments the term, votes for itself and asks everyone
@@ -840,7 +840,7 @@ func (e *election) startElection(why string) {
 		e.win()
 		return
 	}
-	req := msgVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.floorSize(), Handover: why == "handover"}
+	req := msgVote{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Seats: e.keptSeats(), Handover: why == "handover"}
 	for _, m := range e.sortedMembers() {
 		if e.votes[m.node] == false { // a pledge is this term's vote already
 			e.send(m, req)

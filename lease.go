@@ -97,7 +97,7 @@ func (e *election) inQuietPeriod() bool {
 //
 // The quorum is that of the largest view this actor knows of: its own,
 // MinClusterSize, and the view sizes its peers' Hellos, replies and
-// requests carry (floorView). A restarted actor whose discovery has so far
+// requests carry (floorViewSize). A restarted actor whose discovery has so far
 // found one peer must not take its floor from that peer alone: the rest of
 // the view may have won terms that peer never heard of. When the largest
 // view grows past what the floor was settled for, the floor opens again
@@ -117,22 +117,37 @@ func (e *election) learnFloor(node gen.Atom, term uint64) {
 	e.floorReady()
 }
 
-// toldViewSize records the size of a peer's view, which may be larger than
-// this actor's while its discovery is still finding the members.
-func (e *election) toldViewSize(n int) {
+// toldViewSize records the size of the view member node told, which may be
+// larger than this actor's while its discovery is still finding the
+// members. Only the members' latest sizes count (floorViewSize),
+// so a view that shrank for real does not keep a fresh actor waiting for
+// members that are gone.
+func (e *election) toldViewSize(node gen.Atom, n int) {
 	if n <= 0 || n > maxToldViewSize {
 		return
 	}
-	e.noteViewSize(n)
-}
-
-// noteViewSize raises the largest known view to n.
-func (e *election) noteViewSize(n int) {
-	if n <= e.floorView {
+	if e.toldViews == nil {
+		e.toldViews = make(map[gen.Atom]int)
+	}
+	if e.toldViews[node] == n {
 		return
 	}
-	e.floorView = n
+	e.toldViews[node] = n
 	e.recheckFloor()
+}
+
+// floorViewSize is the largest view this actor knows of: its own,
+// MinClusterSize, and the latest size each current member told.
+func (e *election) floorViewSize() int {
+	size := max(e.viewSize(), e.cfg.minClusterSize)
+	for node, n := range e.toldViews {
+		if _, member := e.members[node]; member {
+			size = max(size, n)
+		} else {
+			delete(e.toldViews, node) // bounded by the view
+		}
+	}
+	return size
 }
 
 // recheckFloor opens the floor again when it needs more members heard than
@@ -141,7 +156,7 @@ func (e *election) noteViewSize(n int) {
 func (e *election) recheckFloor() {
 	if e.floorKnown && e.floorHeardNeed() > e.floorNeed {
 		e.floorKnown = false
-		e.logf(levelInfo, "the term floor needs the terms of %d members now (largest view known %d); this node grants no vote until it has heard them", e.floorHeardNeed(), max(e.viewSize(), e.cfg.minClusterSize, e.floorView))
+		e.logf(levelInfo, "the term floor needs the terms of %d members now (largest view known %d); this node grants no vote until it has heard them", e.floorHeardNeed(), e.floorViewSize())
 		if e.floorReady() == false {
 			// ask: a follower whose leader's rounds come through the hub
 			// hears nobody's term otherwise
@@ -158,7 +173,7 @@ func (e *election) recheckFloor() {
 
 // floorHeardNeed is how many other members' terms settle the floor.
 func (e *election) floorHeardNeed() int {
-	size := max(e.viewSize(), e.cfg.minClusterSize, e.floorView)
+	size := e.floorViewSize()
 	need := size / 2 // a quorum less this node
 	if e.restarted {
 		need++

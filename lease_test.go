@@ -169,7 +169,7 @@ func TestTheFloorOpensAgainWhenTheViewGrows(t *testing.T) {
 func TestAnAbsurdToldViewSizeIsIgnored(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
 	h.recv("b", msgHello{ClusterID: "c", Term: 1, ViewSize: maxToldViewSize + 1})
-	assert.Less(t, h.e.floorView, maxToldViewSize)
+	assert.Less(t, h.e.floorViewSize(), maxToldViewSize)
 	assert.True(t, h.e.floorKnown)
 }
 

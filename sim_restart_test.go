@@ -38,7 +38,7 @@ func TestSimulationALeaderStoppedRightAfterARestartIsSucceeded(t *testing.T) {
 		if got == false {
 			for _, n := range c.liveNames() {
 				e := c.actors[n].state
-				t.Logf("%s: role %s term %d floorKnown %v floorTerm %d floorView %d restarted %v floorTerms %v seats %v view %d dropped %v promisedUntil %v now %v", n, e.role, e.term, e.floorKnown, e.floorTerm, e.floorView, e.restarted, e.floorTerms, e.seats, e.viewSize(), e.dropped, e.promisedUntil.Sub(s.start), s.now.Sub(s.start))
+				t.Logf("%s: role %s term %d floorKnown %v floorTerm %d floorViewSize %d restarted %v floorTerms %v seats %v view %d dropped %v promisedUntil %v now %v", n, e.role, e.term, e.floorKnown, e.floorTerm, e.floorViewSize(), e.restarted, e.floorTerms, e.seats, e.viewSize(), e.dropped, e.promisedUntil.Sub(s.start), s.now.Sub(s.start))
 			}
 			t.Fatalf("seed %d: no leader within 3s after the leader stopped right after %s restarted\n%s", seed, follower, s.report())
 		}

@@ -47,6 +47,7 @@ type msgPreVote struct {
 	Term      uint64 // the sender's current term; the election it asks about is Term+1
 	Name      gen.Atom
 	ViewSize  int
+	Seats     int // seats kept for members that stopped gracefully (seats.go): ViewSize+Seats is the floor's size
 	// Pledge asks a voter that grants to give its vote for Term+1 with the
 	// grant (fast failover; pledge.go)
 	Pledge bool
@@ -74,6 +75,7 @@ type msgVote struct {
 	Term      uint64
 	Name      gen.Atom
 	ViewSize  int
+	Seats     int // as msgPreVote.Seats
 	Handover  bool
 }
 
