@@ -264,6 +264,9 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.state.turns = turnsOf(a.Node(), a.switches)
 	retainNode(a.Node())
 	a.retained = true
+	// before this actor can grant anything: no answer its node's hub gave
+	// for an earlier process of this election counts any more (pings.go)
+	boardOf(a.Node()).raiseAll()
 	a.state.start(a.clock())
 	for _, peer := range a.pendingJoins {
 		a.state.join(peer)

@@ -22,7 +22,8 @@ func (a *Actor) joinHub() {
 		return
 	}
 	if a.slot == nil {
-		a.slot = &slot{cluster: a.state.cfg.clusterID, actor: a.PID(), interval: livenessInterval(a.state.cfg), peerSilence: hubPeerSilence(a.state.cfg), stepGrace: leaderStepGrace(a.state.cfg)}
+		a.slot = &slot{cluster: a.state.cfg.clusterID, actor: a.PID(), interval: livenessInterval(a.state.cfg), peerSilence: hubPeerSilence(a.state.cfg), stepGrace: leaderStepGrace(a.state.cfg),
+			beatEvery: a.state.cfg.heartbeatInterval, freshCap: maxFresh(a.state.cfg), board: boardOf(a.Node())}
 	}
 	// until the hub confirms, ask again now and then: it may have failed
 	// between the join and the answer, or could not be started
@@ -94,6 +95,11 @@ func (a *Actor) hubDown(pid gen.PID) bool {
 	}
 	a.hub = gen.PID{}
 	a.state.settleShared()
+	if a.slot != nil {
+		// granted nothing from here on: no answer to a ping counts for
+		// this actor while it works without a hub (pings.go)
+		a.slot.share(grant{})
+	}
 	a.state.shared, a.state.carried, a.state.hubPID = nil, nil, gen.PID{}
 	a.slot = nil
 	a.unparkAll() // the end of the step arms them with the framework

@@ -72,6 +72,9 @@ type slot struct {
 	interval    time.Duration // the actor's liveness interval (timing.go)
 	stepGrace   time.Duration // the actor's leaderStepGrace (timing.go)
 	peerSilence time.Duration // the actor's hubPeerSilence (timing.go)
+	beatEvery   time.Duration // the actor's HeartbeatInterval: how often its rounds carry a record (pings.go)
+	freshCap    time.Duration // the longest F a ping may ask of the actor (timing.go, maxFresh)
+	board       *pingBoard    // the node's ping board (pings.go)
 	key         uint64        // the hub's number for it (routes.go); only the hub reads and writes it
 
 	lead     bool // granted by the actor: open rounds for the actor
@@ -102,6 +105,19 @@ type slot struct {
 	stamps []roundStamp
 	// timers the actor parked with the hub (parking.go), by parkKinds
 	parked [len(parkKinds)]parkedTimer
+	// the follow permission as the actor last granted it, and the node of
+	// its leader while a step withdrew it (pings.go: unbound)
+	boundTo     gen.PID
+	boundTerm   uint64
+	unboundFrom gen.Atom
+	// needBeat asks the hub for a record of this leader's round at its
+	// next tick, not only at the next HeartbeatInterval: a new term, a new
+	// follower, or the first round after leading began (pings.go)
+	needBeat bool
+	// pongs is the buffer settle reports the answered pings that count
+	// for this leader in (pings.go)
+	pongs []linkPong
+
 	// the node's failover wave (wave.go), set by the hub when it adds
 	// the slot
 	wave *failoverWave
@@ -140,6 +156,19 @@ type followerLink struct {
 	decided  bool      // carried was decided at a round
 	unserved time.Time // when its node's hub last said no actor there joined it for this election
 	namedBy  gen.PID   // the hub of its node that showed it knows this slot's key (routes.go)
+	// the epoch and index of the answer that carried its newest ack: later
+	// answers with the same epoch count as its acks (pings.go)
+	epoch, mark uint64
+	epochSet    bool
+}
+
+// linkPong is an answered ping that counts for a leader as the ack of the
+// follower pid on node: sent then, with F fresh (pings.go).
+type linkPong struct {
+	node  gen.Atom
+	pid   gen.PID
+	sent  time.Time
+	fresh time.Duration
 }
 
 // link returns the link to node, nil if node is not a follower; s.mu is
@@ -179,6 +208,7 @@ func (s *slot) relink() {
 	slices.SortFunc(s.links, func(a, b followerLink) int { return strings.Compare(string(a.node), string(b.node)) })
 	s.acksVersion++
 	s.carriedVersion++
+	s.needBeat = true
 }
 
 // sharedView is what the election state reads from its slot at the start
@@ -186,6 +216,8 @@ func (s *slot) relink() {
 type sharedView struct {
 	beatAt   time.Time
 	freshEnd time.Time
+	pongEnd  time.Time  // the end of the pings answered until the step withdrew the follow permission (pings.go)
+	pongs    []linkPong // answered pings that count as followers' acks (valid until the next settle)
 	rounds   []roundStamp
 	acks     map[gen.Atom]uint64 // nil when unchanged
 	ackAt    map[gen.Atom]time.Time
@@ -200,15 +232,21 @@ type sharedView struct {
 func (s *slot) settle(withdraw bool, acksSeen, carriedSeen uint64) sharedView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var pongEnd time.Time
 	if withdraw {
+		if s.follow != (gen.PID{}) && s.board != nil && s.unboundFrom == "" {
+			s.unboundFrom = s.follow.Node
+			pongEnd = s.board.unbind(s.unboundFrom)
+		}
 		s.follow, s.followTerm = gen.PID{}, 0
 		s.lead, s.inStep = false, true
 		for i := range s.parked {
 			s.parked[i].active = false
 		}
 	}
-	v := sharedView{beatAt: s.beatAt, freshEnd: s.freshEnd, rounds: s.rounds, acksVersion: s.acksVersion, carriedVersion: s.carriedVersion}
+	v := sharedView{beatAt: s.beatAt, freshEnd: s.freshEnd, pongEnd: pongEnd, rounds: s.rounds, acksVersion: s.acksVersion, carriedVersion: s.carriedVersion}
 	s.rounds = nil
+	v.pongs = s.answeredPings()
 	if s.acksVersion != acksSeen {
 		v.acks = make(map[gen.Atom]uint64, len(s.links))
 		v.ackAt = make(map[gen.Atom]time.Time, len(s.links))
@@ -229,6 +267,26 @@ func (s *slot) settle(withdraw bool, acksSeen, carriedSeen uint64) sharedView {
 	return v
 }
 
+// answeredPings returns the answered pings that count as the followers'
+// acks of this leader's term (pings.go): the newest answer from a
+// follower's node, when it came no earlier than the answer that carried
+// the follower's newest ack and with the same epoch. s.mu is held.
+func (s *slot) answeredPings() []linkPong {
+	s.pongs = s.pongs[:0]
+	if s.board == nil || s.leadTerm == 0 {
+		return nil
+	}
+	for _, l := range s.links {
+		if l.epochSet == false || l.ack == 0 {
+			continue
+		}
+		if p, ok := s.board.latestFrom(l.node); ok && p.epoch == l.epoch && p.index >= l.mark {
+			s.pongs = append(s.pongs, linkPong{node: l.node, pid: l.pid, sent: p.sent, fresh: p.fresh})
+		}
+	}
+	return s.pongs
+}
+
 // grant is what an actor allows its hub until its next step.
 type grant struct {
 	follow     gen.PID
@@ -244,19 +302,34 @@ type grant struct {
 func (s *slot) share(g grant) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if internPID(g.follow) != s.follow {
+	follow := internPID(g.follow)
+	if follow != s.follow {
 		s.freshEnd = time.Time{}
 	}
-	s.follow, s.followTerm = internPID(g.follow), g.followTerm
+	if s.unboundFrom != "" {
+		// the end of a step that withdrew a follow permission: the answers
+		// to pings count for it again only if it granted the same one
+		same := follow == s.boundTo && g.followTerm == s.boundTerm && follow != (gen.PID{})
+		s.board.rebind(s.unboundFrom, same == false)
+		s.unboundFrom = ""
+	}
+	s.follow, s.followTerm = follow, g.followTerm
+	s.boundTo, s.boundTerm = follow, g.followTerm
 	s.fresh = g.fresh
-	if g.leadTerm != s.leadTerm {
+	newTerm := g.leadTerm != s.leadTerm
+	if newTerm {
 		// a new term: rounds and acks of the old one mean nothing now
 		s.rounds, s.stamps = nil, nil
 		for i := range s.links {
-			s.links[i].ack, s.links[i].ackAt, s.links[i].ackSent = 0, time.Time{}, time.Time{}
+			l := &s.links[i]
+			l.ack, l.ackAt, l.ackSent = 0, time.Time{}, time.Time{}
+			l.epoch, l.mark, l.epochSet = 0, 0, false
 		}
 		s.leadTerm, s.round = g.leadTerm, 0
 		s.acksVersion++
+	}
+	if g.lead && (s.leading == false || newTerm) {
+		s.needBeat = true
 	}
 	s.lead, s.leading, s.inStep = g.lead, g.lead, false
 	s.stepSeen = time.Time{} // the step ended: the next one has a grace of its own
@@ -283,6 +356,14 @@ func (e *election) importShared(withdraw bool) {
 	}
 	if v.acks != nil {
 		e.acksSeen = v.acksVersion
+	}
+	// A follower in a step: the pings answered for its leader's node until
+	// now, which its leader may count as its acks (pings.go).
+	if v.pongEnd.IsZero() == false && e.grantedFollow != (gen.PID{}) && e.cfg.assumeSymmetricLoss == false {
+		if v.pongEnd.After(e.pongPromise) {
+			e.pongPromise = v.pongEnd
+		}
+		e.pongPromiseTo = e.grantedFollow
 	}
 	// A follower: the hub acknowledged its leader's rounds for it.
 	if e.grantedFollow != (gen.PID{}) && v.beatAt.After(e.lastHeartbeatIn) {
@@ -328,6 +409,14 @@ func (e *election) importShared(withdraw bool) {
 			m.ackTerm = e.term
 			m.awaitingSince = time.Time{}
 			renewed = true
+		}
+		if e.cfg.assumeSymmetricLoss == false {
+			for _, p := range v.pongs {
+				if m, ok := e.members[p.node]; ok && m.pid == p.pid && p.sent.After(m.pongSent) {
+					m.pongSent, m.pongFresh = p.sent, p.fresh
+					renewed = true
+				}
+			}
 		}
 		if renewed {
 			e.renewLease()
@@ -393,7 +482,7 @@ func (e *election) mayDelegateAcks() bool {
 	if ok == false || m.pid != e.leader {
 		return false
 	}
-	if e.promisedAck && e.promisedTo != e.leader && e.now.Before(e.promisedUntil) {
+	if (e.promisedAck && e.promisedTo != e.leader && e.now.Before(e.promisedUntil)) || e.pongPromised(e.leader) {
 		return false
 	}
 	return e.pledgeBinds(e.term) == false

@@ -231,12 +231,18 @@ type election struct {
 	// voter: after a sign of loss the promise lasts at least until this
 	// (extendFresh)
 	promisedFreshEnd time.Time
-	promisedAck      bool         // the promise is for an acknowledged round, not a vote
-	round            uint64       // leader: current heartbeat round of the term (1 = the vote requests)
-	roundSent        []roundStamp // leader: send times of the recent rounds
-	leaseUntil       time.Time    // leader: leadership is exclusive until this instant
-	holdUntil        time.Time    // leader: stand down at this instant unless renewed
-	grewAt           time.Time    // the view last grew: older rounds make no lease (viewGrew)
+	// pongPromise is the end of the pings answered for the node of the
+	// leader this actor followed through the hub, until a step withdrew
+	// that permission; the promise to pongPromiseTo lasts at least that
+	// long, whatever ends the other (pings.go)
+	pongPromise   time.Time
+	pongPromiseTo gen.PID
+	promisedAck   bool         // the promise is for an acknowledged round, not a vote
+	round         uint64       // leader: current heartbeat round of the term (1 = the vote requests)
+	roundSent     []roundStamp // leader: send times of the recent rounds
+	leaseUntil    time.Time    // leader: leadership is exclusive until this instant
+	holdUntil     time.Time    // leader: stand down at this instant unless renewed
+	grewAt        time.Time    // the view last grew: older rounds make no lease (viewGrew)
 
 	denials       int
 	confirmDenied uint64
@@ -549,7 +555,7 @@ func (e *election) becomeFollower() {
 func (e *election) newTermRounds() {
 	e.round, e.roundSent, e.leaseUntil, e.holdUntil = 0, nil, time.Time{}, time.Time{}
 	for _, m := range e.members {
-		m.ackRound = 0
+		m.ackRound, m.pongSent = 0, time.Time{}
 	}
 }
 
@@ -656,6 +662,12 @@ func (e *election) handleVote(m *member, req msgVote) {
 	if granted {
 		e.votedFor = m.pid
 		e.promise(m.pid, false)
+		if req.Handover {
+			// exempt from the promise to the leader that handed over, the
+			// pings' part included: it stood down before it asked, and
+			// the new leader's rounds must count at once
+			e.pongPromise, e.pongPromiseTo = time.Time{}, gen.PID{}
+		}
 		e.resetElectionDeadline()
 	}
 	e.reply(m, msgVoteReply{ClusterID: e.cfg.clusterID, Term: e.term, Granted: granted})
@@ -856,6 +868,13 @@ func (e *election) waitQuietPeriod() bool {
 		// its own vote is a grant too: it keeps its promise to the leader
 		// it acknowledged or the candidate it voted for (lease.go)
 		e.electionDeadline = e.promisedUntil.Add(time.Duration(e.rng.Int64N(int64(e.cfg.electionTimeoutMax-e.cfg.electionTimeoutMin) + 1)))
+		e.armElectionTimer(e.electionDeadline)
+		return true
+	}
+	if e.pongPromised(e.self) {
+		// the pings answered while it followed its leader through the hub
+		// bind its own vote as well (pings.go)
+		e.electionDeadline = e.pongPromise
 		e.armElectionTimer(e.electionDeadline)
 		return true
 	}

@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,6 +107,18 @@ type hub struct {
 	// next one's buffer starts that large
 	batchSize map[gen.Atom]int
 	malformed uint64 // messages from other hubs whose records did not all parse
+
+	// pings (pings.go)
+	board     *pingBoard
+	pings     pingLog
+	pingPeers map[gen.Atom]bool // the nodes the leaders' rounds go to, as of the last full tick
+	pingRTT   map[gen.Atom]*pingRTT
+	answers   map[gen.Atom]*pendingAnswer // answers for the next tick's messages
+	freshCap  time.Duration               // the shortest freshCap of the slots
+	nextFull  time.Time                   // when the next tick carries every leader's round
+	resync    bool                        // the next tick carries every leader's round: a node's epoch changed
+	lastEpoch map[gen.Atom]uint64         // each node's epoch in its last answer
+	shortBeat time.Duration               // the shortest beatEvery of the slots
 }
 
 func factoryHub() gen.ProcessBehavior { return &hub{} }
@@ -113,6 +126,9 @@ func factoryHub() gen.ProcessBehavior { return &hub{} }
 func (h *hub) ProcessInit(process gen.Process, args ...any) error {
 	h.process = process
 	h.clock = time.Now
+	// the board outlives no node, and no hub outlives its board
+	retainNode(process.Node())
+	h.board = boardOf(process.Node())
 	for _, arg := range args {
 		if clock, ok := arg.(func() time.Time); ok {
 			h.clock = clock
@@ -130,11 +146,21 @@ func (h *hub) init() {
 	h.routes = make(map[gen.Atom]*peerRoutes)
 	h.peers = make(map[gen.Atom]hubPeer)
 	h.batchSize = make(map[gen.Atom]int)
+	h.pingPeers = make(map[gen.Atom]bool)
+	h.pingRTT = make(map[gen.Atom]*pingRTT)
+	h.answers = make(map[gen.Atom]*pendingAnswer)
+	// numbered from a random start: an answer sent by name to this node's
+	// earlier hub must not match a ping of this one
+	h.pings.seq = rand.Uint64() >> 2
+	h.lastEpoch = make(map[gen.Atom]uint64)
+	if h.board == nil {
+		h.board = &pingBoard{peers: make(map[gen.Atom]*pingPeer)} // a hub of its own (tests)
+	}
 }
 
 func (h *hub) ProcessKind() gen.ProcessKind { return gen.ProcessKindCustom }
 
-func (h *hub) ProcessTerminate(reason error) {}
+func (h *hub) ProcessTerminate(reason error) { releaseNode(h.process.Node()) }
 
 // ProcessRun serves joins, ticks and the other hubs' messages.
 func (h *hub) ProcessRun() error {
@@ -230,9 +256,15 @@ func (h *hub) leave(actor gen.PID) {
 // interval is the shortest liveness interval of the joined actors.
 func (h *hub) interval() time.Duration {
 	if h.intervalKnown == false {
-		h.shortest, h.longestSilence = 0, 0
+		h.shortest, h.longestSilence, h.shortBeat, h.freshCap = 0, 0, 0, 0
 		for _, s := range h.slots {
+			if h.freshCap == 0 || s.freshCap < h.freshCap {
+				h.freshCap = s.freshCap
+			}
 			h.longestSilence = max(h.longestSilence, s.peerSilence)
+			if h.shortBeat == 0 || s.beatEvery < h.shortBeat {
+				h.shortBeat = s.beatEvery
+			}
 			if h.shortest == 0 || s.interval < h.shortest {
 				h.shortest = s.interval
 			}
@@ -265,10 +297,31 @@ func (h *hub) armTick() {
 // lease of three intervals run out. So the hub comes back for those
 // leaders a moment later (retickPause), and again, until their step ended
 // or the next tick is near.
+//
+// Each tick is a ping to every node the leaders' rounds go to (pings.go);
+// a full tick, every HeartbeatInterval, also carries a round of every
+// leader, and another tick only those of the leaders that need one now
+// (slot.needBeat). A tick after an answer changed a node's epoch is full:
+// the followers there must acknowledge a round again before the pings
+// count for them.
 func (h *hub) tick() {
 	h.armTick() // first: a retick must know when the next tick comes
-	h.openRounds(h.order, true)
+	now := h.clock()
+	full := h.resync || now.Before(h.nextFull) == false
+	if full {
+		// half a tick early: ticks come a little late, and a full tick
+		// must not slip to the one after
+		h.nextFull = now.Add(h.beatEvery() - h.interval()/2)
+	}
+	h.openRounds(h.order, true, full)
 	h.forgetGonePeers()
+}
+
+// beatEvery is how often every leader's round carries a record: the
+// shortest HeartbeatInterval of the slots.
+func (h *hub) beatEvery() time.Duration {
+	h.interval()
+	return h.shortBeat
 }
 
 // forgetGonePeers drops, at most every boardSweepEvery, what the hub knows
@@ -286,6 +339,11 @@ func (h *hub) forgetGonePeers() {
 		if now.Sub(p.heardAt) > boardRetention {
 			delete(h.peers, node)
 			delete(h.routes, node)
+			delete(h.lastEpoch, node)
+			delete(h.pingPeers, node)
+			delete(h.pingRTT, node)
+			delete(h.answers, node)
+			h.board.forget(node)
 		}
 	}
 }
@@ -310,15 +368,20 @@ func (h *hub) quietCell() *atomic.Int64 {
 func (h *hub) retick() {
 	pending := h.pending
 	h.pending = nil
-	h.openRounds(pending, false)
+	h.openRounds(pending, false, false)
 }
 
 // openRounds opens a round for each of actors' slots that allows it,
 // sends the rounds to their nodes and fires the parked timers that are due
 // (ticks only: a retick comes for the rounds). Leaders in a step are kept
 // for a retick.
-func (h *hub) openRounds(slots []*slot, ticking bool) {
+func (h *hub) openRounds(slots []*slot, ticking, full bool) {
 	now := h.clock()
+	resync := h.resync && ticking
+	h.resync = h.resync && ticking == false
+	if full && ticking {
+		clear(h.pingPeers)
+	}
 	ttl := h.peerTTL()
 	batches := make(tickBatches, 0, len(h.batchSize))
 	var wake []gen.PID
@@ -329,8 +392,8 @@ func (h *hub) openRounds(slots []*slot, ticking bool) {
 		if ticking == false && h.slots[s.actor] != s {
 			continue // it terminated since the tick
 		}
-		if ticking && now.UnixNano() < h.orderQuiet[i].Load() {
-			continue // a follower with nothing due yet (slot.quietUntil)
+		if ticking && resync == false && now.UnixNano() < h.orderQuiet[i].Load() {
+			continue // nothing due yet (slot.quietUntil)
 		}
 		s.mu.Lock()
 		if ticking {
@@ -358,16 +421,47 @@ func (h *hub) openRounds(slots []*slot, ticking bool) {
 			s.mu.Unlock()
 			continue
 		}
+		if full == false && s.needBeat == false && ticking {
+			// a leader whose followers' acks the pings renew until the
+			// next full tick
+			s.quiet().Store(min(h.nextFull.UnixNano(), s.quietFor(horizon)))
+			s.mu.Unlock()
+			continue
+		}
 		if h.openRound(s, now, ttl, &batches) {
 			wake = append(wake, s.actor)
 		}
+		if ticking {
+			s.quiet().Store(min(h.nextFull.UnixNano(), s.quietFor(horizon)))
+		}
 		s.mu.Unlock()
 	}
+	if ticking {
+		for node := range h.pingPeers {
+			batches.of(h, node, now, ttl) // a ping, with rounds or without
+		}
+	}
+	if ticking {
+		for node := range h.answers {
+			batches.of(h, node, now, ttl) // an answer, with a ping or without
+		}
+	}
 	slices.SortFunc(batches, func(a, b nodeBatch) int { return strings.Compare(string(a.node), string(b.node)) })
+	seq := h.pings.next(now)
 	for _, b := range batches {
 		// by name: a restarted node's hub is a new process
 		h.batchSize[b.node] = max(h.batchSize[b.node], len(b.beats))
-		h.sendConnected(b.node, gen.ProcessID{Name: hubName, Node: b.node}, msgBeats{Beats: b.beats})
+		m := msgBeats{Beats: b.beats}
+		if h.pingPeers[b.node] || len(b.beats) > 0 {
+			m.Ping = seq
+			m.Fresh = uint64(h.rttOf(b.node).sending(seq, h.pingFresh(b.node)) / time.Microsecond)
+		}
+		if a := h.answers[b.node]; a != nil {
+			delete(h.answers, b.node)
+			m.Answer, m.Held, m.AckEpoch, m.Acks, m.Unserved, m.Unknown = a.ping, a.held(now), a.ackEpoch, a.acks, a.unserved, a.unknown
+			m.Epoch = h.board.answerEpoch(b.node) // last: raised if a follower of a leader there is in a step
+		}
+		h.sendConnected(b.node, gen.ProcessID{Name: hubName, Node: b.node}, m)
 	}
 	for _, actor := range wake {
 		h.process.Send(actor, hubCarryLost{})
@@ -405,6 +499,7 @@ func retickPause(interval time.Duration, n int) time.Duration {
 // woken to send there itself).
 func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches *tickBatches) bool {
 	s.round++
+	s.needBeat = false
 	stamp := roundStamp{round: s.round, at: now, fresh: s.fresh}
 	s.rounds = appendRecent(s.rounds, stamp)
 	s.stamps = appendRecent(s.stamps, stamp)
@@ -412,6 +507,7 @@ func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches *tick
 	for i := range s.links {
 		l := &s.links[i]
 		b := batches.of(h, l.node, now, ttl)
+		h.pingPeers[l.node] = true
 		// the ClusterID goes along until that node's hub has shown it
 		// knows the key (routes.go)
 		named := l.namedBy == b.peer && b.peer != (gen.PID{})
@@ -481,9 +577,20 @@ func (h *hub) heard(from gen.PID) {
 // beats answers another node's rounds for the followers here that allow
 // it, and hands the others to their actors.
 func (h *hub) beats(from gen.PID, message msgBeats) {
+	if message.Answer != 0 {
+		h.acks(from, msgBeatAcks{Ping: message.Answer, Held: message.Held, Epoch: message.Epoch, AckEpoch: message.AckEpoch,
+			Acks: message.Acks, Unserved: message.Unserved, Unknown: message.Unknown})
+	}
+	if message.Ping == 0 && len(message.Beats) == 0 {
+		return // an answer alone
+	}
 	h.heard(from)
 	now := h.clock()
 	peer := intern(from.Node) // compared with every follower's leader
+	// the ping's promise, before any of it is read, and the epoch the
+	// acknowledgements below are made under (pings.go)
+	h.board.pinged(peer, now.Add(time.Duration(min(message.Fresh, maxWireFresh))*time.Microsecond))
+	ackEpoch := h.board.epochOf(peer)
 	routes := h.routesFrom(from)
 	// the acks are about as long as the beats: the same keys, terms and
 	// rounds, a follower's ID where the beat had the leader's
@@ -529,7 +636,37 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 	if r.malformed {
 		h.malformed++
 	}
-	h.sendConnected(from.Node, from, msgBeatAcks{Acks: acks, Unserved: unserved, Unknown: unknown})
+	answer := &pendingAnswer{to: from, at: now, ping: message.Ping, ackEpoch: ackEpoch, acks: acks, unserved: unserved, unknown: unknown}
+	if old := h.answers[peer]; old != nil {
+		h.sendAnswer(peer, old) // the peer ticks faster: no merging
+		delete(h.answers, peer)
+	}
+	if h.ticking {
+		h.answers[peer] = answer // with the next tick's message there
+		return
+	}
+	h.sendAnswer(peer, answer)
+}
+
+// pendingAnswer is an answer to another hub's ping and rounds, waiting
+// for the next tick's message to that node.
+type pendingAnswer struct {
+	to                      gen.PID
+	at                      time.Time // when the ping came
+	ping, ackEpoch          uint64
+	acks, unserved, unknown []byte
+}
+
+// held is how long the answer waited, in microseconds.
+func (a *pendingAnswer) held(now time.Time) uint64 {
+	return uint64(max(now.Sub(a.at), 0) / time.Microsecond)
+}
+
+// sendAnswer sends an answer on its own.
+func (h *hub) sendAnswer(node gen.Atom, a *pendingAnswer) {
+	m := msgBeatAcks{Ping: a.ping, Held: a.held(h.clock()), AckEpoch: a.ackEpoch, Acks: a.acks, Unserved: a.unserved, Unknown: a.unknown}
+	m.Epoch = h.board.answerEpoch(node) // last: raised if a follower of a leader there is in a step
+	h.sendConnected(node, a.to, m)
 }
 
 // sendConnected sends to another node only while the framework has a
@@ -553,6 +690,19 @@ func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 	now := h.clock()
 	peer := intern(from.Node) // compared with every leader's links
 	malformed := false
+	stamp := pingStamp{at: h.pings.sentAt(message.Ping)}
+	if stamp.at.IsZero() == false {
+		rtt := h.rttOf(peer)
+		stamp.fresh = rtt.sentFresh(message.Ping)
+		// the network's round trip: the time the answer waited for the
+		// other hub's tick is not the network's, and F covers the network
+		rtt.sample(now.Sub(stamp.at) - time.Duration(min(message.Held, maxWireFresh))*time.Microsecond)
+	}
+	index := h.board.answered(peer, message.Epoch, stamp)
+	if last, ok := h.lastEpoch[peer]; ok && last != message.Epoch {
+		h.resync = true // its followers must acknowledge a round again (pings.go)
+	}
+	h.lastEpoch[peer] = message.Epoch
 	// each record's key is one this hub gave; whatever the other hub says
 	// about it, it says only about its own node's followers (link(peer))
 	each := func(buf []byte, record func(r *wireReader) (uint64, bool), apply func(l *followerLink, s *slot)) {
@@ -595,6 +745,7 @@ func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 		l.namedBy = from
 		if s.leadTerm == a.term && a.round <= s.round && a.round > l.ack {
 			l.ack, l.ackAt, l.ackSent = a.round, now, s.stampOf(a.round)
+			l.epoch, l.mark, l.epochSet = message.AckEpoch, index, true
 			s.acksVersion++
 		}
 	})
@@ -647,4 +798,26 @@ func comparePID(a, b gen.PID) int {
 		return 1
 	}
 	return 0
+}
+
+// rttOf returns the round-trip record of node's pings.
+func (h *hub) rttOf(node gen.Atom) *pingRTT {
+	r := h.pingRTT[node]
+	if r == nil {
+		r = &pingRTT{}
+		h.pingRTT[intern(node)] = r
+	}
+	return r
+}
+
+// pingFresh is the F of the next ping to node (pingRTT): freshness at the
+// shortest liveness interval, longer when the round trips there are long,
+// never past the shortest freshCap.
+func (h *hub) pingFresh(node gen.Atom) time.Duration {
+	base := 3 * h.interval()
+	want := base
+	if r := h.pingRTT[node]; r != nil {
+		want = 2*r.smooth + 2*h.interval()
+	}
+	return max(base, min(want, h.freshCap))
 }

@@ -303,6 +303,9 @@ func (e *election) leaderLost(pid gen.PID, reported time.Time, proof bool) {
 		// promises end within a round trip of each other
 		start = e.promisedUntil
 	}
+	if e.pongPromiseTo == pid && e.pongPromise.After(start) {
+		start = e.pongPromise // the pings its node answered (pings.go)
+	}
 	delay = max(start.Add(delay).Sub(e.now), 0)
 	if delay == 0 {
 		// The step ran out while the down waited for the actor (a wave's

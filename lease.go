@@ -297,7 +297,7 @@ func minTime(a, b time.Time) time.Time {
 // acks, and a member that acknowledged one of them helps nobody else for
 // ElectionTimeoutMin.
 func (e *election) acknowledge(leader gen.PID, ack msgHeartbeatAck) msgHeartbeatAck {
-	if (e.promisedAck && e.promisedTo != leader && e.now.Before(e.promisedUntil)) || e.pledgeBinds(ack.Term) {
+	if (e.promisedAck && e.promisedTo != leader && e.now.Before(e.promisedUntil)) || e.pongPromised(leader) || e.pledgeBinds(ack.Term) {
 		e.drop("ack_withheld")
 		ack.Round = 0
 		return ack
@@ -317,6 +317,16 @@ func (e *election) releasePromise(pid gen.PID) {
 		e.promisedTo = gen.PID{}
 		e.promisedUntil = time.Time{}
 	}
+	if e.pongPromiseTo == pid {
+		e.pongPromiseTo, e.pongPromise = gen.PID{}, time.Time{}
+	}
+}
+
+// pongPromised reports whether the pings answered for this node while it
+// followed a leader other than pid through the hub still bind it
+// (pings.go).
+func (e *election) pongPromised(pid gen.PID) bool {
+	return e.pongPromiseTo != pid && e.now.Before(e.pongPromise)
 }
 
 // promiseAfterLoss shortens the promise made to pid, whose connection this
@@ -369,6 +379,8 @@ func (e *election) grantRefusal(handover bool, requester gen.PID) (string, gen.P
 		// the candidate it voted for in an earlier term, whose campaign
 		// must not unseat a live leader
 		return "leader_lease", e.self
+	case e.pongPromised(requester):
+		return "promised", e.pongPromiseTo
 	case requester == e.promisedTo && requester != (gen.PID{}):
 		return "", gen.PID{}
 	case e.now.Before(e.promisedUntil):
@@ -414,7 +426,7 @@ func (e *election) roundFresh() time.Duration {
 	}
 	slices.Sort(rtts)
 	want := 2*rtts[need-1] + 2*livenessInterval(e.cfg)
-	return min(max(base, want), promiseLength(e.cfg)/2)
+	return min(max(base, want), maxFresh(e.cfg))
 }
 
 // roundTrip records how long member m took to acknowledge round n, which
@@ -525,14 +537,56 @@ func (e *election) stampOf(n uint64) (roundStamp, bool) {
 // the members for which counts reports true give, or the zero time when
 // they are not a quorum.
 func (e *election) leaseWhere(counts func(*member) bool, since time.Time) time.Time {
-	sent, ok := e.quorumRound(counts, since)
-	if ok == false {
-		return time.Time{}
-	}
-	if e.cfg.assumeSymmetricLoss || sent.fresh == 0 {
+	if e.cfg.assumeSymmetricLoss {
+		sent, ok := e.quorumRound(counts, since)
+		if ok == false {
+			return time.Time{}
+		}
 		return sent.at.Add(actingLease(e.cfg))
 	}
-	return sent.at.Add(lessDrift(sent.fresh))
+	// Each member's newest evidence gives the end of the promise it keeps
+	// (on its clock, less the drift margin): its acknowledged round, or an
+	// answered ping of its node that counts for it (pings.go). The lease
+	// ends with the need-th latest of them.
+	need := e.quorum() - 1
+	if need <= 0 {
+		return time.Time{}
+	}
+	var buffer [8]time.Time
+	ends := buffer[:0]
+	for _, m := range e.members {
+		if counts(m) == false {
+			continue
+		}
+		var end time.Time
+		if m.ackRound != 0 {
+			if s, ok := e.stampOf(m.ackRound); ok && s.at.Before(since) == false {
+				end = s.at.Add(actingFor(e.cfg, s.fresh))
+			}
+		}
+		if m.pongSent.IsZero() == false && m.pongSent.Before(since) == false {
+			if t := m.pongSent.Add(actingFor(e.cfg, m.pongFresh)); t.After(end) {
+				end = t
+			}
+		}
+		if end.IsZero() == false {
+			ends = append(ends, end)
+		}
+	}
+	if len(ends) < need {
+		return time.Time{}
+	}
+	slices.SortFunc(ends, func(a, b time.Time) int { return b.Compare(a) })
+	return ends[need-1]
+}
+
+// actingFor is how long evidence with F fresh lets a leader act: F less the
+// drift margin (the base F when the evidence carries none).
+func actingFor(cfg config, fresh time.Duration) time.Duration {
+	if fresh == 0 {
+		return actingLease(cfg)
+	}
+	return lessDrift(fresh)
 }
 
 // reachable counts this node plus the members whose connection is up.

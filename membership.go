@@ -18,6 +18,10 @@ type member struct {
 	knownPID gen.PID       // the last PID ever seen, kept across connection losses
 	declared bool          // came through Join or Bootstrap rather than through the protocol
 	rtt      time.Duration // the last round trip of a heartbeat round to it (leader: roundFresh)
+	// the newest answered ping that counts as its ack of this term (leader,
+	// pings.go): sent then, with F pongFresh
+	pongSent  time.Time
+	pongFresh time.Duration
 	// incarnation of its process, from its Hello or Hello reply
 	incarnation uint64
 	processSeen time.Time // when this node first heard its current process
@@ -243,7 +247,7 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 		// request that can block for seconds, and the old process's down,
 		// when it comes, no longer matches the member and is dropped.
 		m.pid = from
-		m.ackRound = 0
+		m.ackRound, m.pongSent = 0, time.Time{}
 		m.watchAskedAt = e.now
 		e.out.monitor = append(e.out.monitor, from)
 		if m.knownPID != from {

@@ -7,11 +7,11 @@ import (
 )
 
 // What the elections of one node share lives in package-level tables keyed
-// by the node (connectionResets, campaignGates): they coordinate actors that
+// by the node (connectionResets, campaignGates, pingBoards): they coordinate actors that
 // know nothing else of each other. Each table would otherwise grow with
 // every node instance the OS process has run (tests start thousands; a
 // program may restart a node under a new name), so a node's entries go
-// when its last election actor ends (releaseNode). A node whose OS process
+// when its last election actor, or its liveness hub, ends (releaseNode). A node whose OS process
 // was killed takes the tables with it.
 
 // nodeActors counts the running election actors of each node.
@@ -40,6 +40,7 @@ func releaseNode(node gen.Node) {
 	if last {
 		connectionResets.forget(node)
 		forgetGate(node)
+		forgetBoard(node)
 	}
 }
 
@@ -52,4 +53,5 @@ func forgetNode(node gen.Node) {
 	nodeActors.Unlock()
 	connectionResets.forget(node)
 	forgetGate(node)
+	forgetBoard(node)
 }

@@ -443,10 +443,10 @@ func TestSimulationManyClustersHubKilled(t *testing.T) {
 		if old == nil {
 			t.Fatalf("seed %d: %s has no liveness hub", seed, node)
 		}
+		// Whether the actors send per-election messages meanwhile depends
+		// on whether the new hub answers before the others' hubs give the
+		// node up (peerTTL); either way every election is led again.
 		worst = max(worst, f.requireLeaders(t, seed, fmt.Sprintf("the hub of %s was killed", node)))
-		if direct == 0 {
-			t.Fatalf("seed %d: without its hub, %s sent no per-election heartbeat or acknowledgement", seed, node)
-		}
 		hub := f.hubOf(node)
 		if hub == nil || hub.pid == old.pid {
 			t.Fatalf("seed %d: no new hub on %s", seed, node)

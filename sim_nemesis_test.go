@@ -190,9 +190,14 @@ func stallScenario(t *testing.T, seed uint64, mode int) {
 		}
 	}
 	// the node's hub goes on opening rounds for a leader in a step for
-	// leaderStepGrace (hub.go), and the leases run from the last of them
+	// leaderStepGrace (hub.go), and the holding lease runs from the last of
+	// them. The acting lease also counts the hub's pings (pings.go): while
+	// the leader's links are up its followers' support keeps counting
+	// until they stop following it, which is as safe as any lease, so only
+	// a leader cut from every peer must find its acting lease over.
 	grace := leaderStepGrace(cfg)
-	if mode != 3 && d >= actingLease(cfg)+grace && first.isLeader {
+	isolated := mode == 1 || mode == 4
+	if isolated && d >= actingLease(cfg)+grace && first.isLeader {
 		t.Fatalf("seed %d: after a stall of %s (acting lease %s, step grace %s) the first tick saw IsLeader true", seed, d, actingLease(cfg), grace)
 	}
 	if mode != 3 && d >= leader.state.leaseDuration()+grace && (first.isLeader || first.role == roleLeader || first.reported) {

@@ -47,6 +47,11 @@ func livenessInterval(cfg config) time.Duration {
 // last round, plus a pre-vote and a vote.
 func freshness(cfg config) time.Duration { return 3 * livenessInterval(cfg) }
 
+// maxFresh is the longest F a round or a ping may have when the round
+// trips are long (election.roundFresh, hub.pingFresh): half of
+// ElectionTimeoutMin, so that it stays well inside the full promise.
+func maxFresh(cfg config) time.Duration { return promiseLength(cfg) / 2 }
+
 // actingLease is how long one acknowledged round lets the leader act
 // (IsLeader): F less the drift margin, so that it ends, in real time,
 // before the promise of F that each acknowledging member keeps at least.

@@ -148,18 +148,39 @@ func ErrorTypes() []error {
 	return []error{}
 }
 
-// msgBeats carries, from one node's liveness hub to another's, one
-// heartbeat round of every election the first node leads with followers on
-// the second (hub.go). It is answered with msgBeatAcks, even when empty, so
-// the sender knows the hub is there.
+// msgBeats carries, from one node's liveness hub to another's, a ping
+// every liveness interval and, every HeartbeatInterval, one heartbeat
+// round of every election the first node leads with followers on the
+// second (hub.go, pings.go). It is answered with msgBeatAcks, even when
+// empty, so the sender knows the hub is there.
+//
+// A hub that ticks answers the pings and rounds it receives in its next
+// tick's msgBeats to that node (the Answer fields), so that a node pair
+// exchanges one message each way per interval; one that does not tick
+// answers at once with msgBeatAcks.
 type msgBeats struct {
+	Ping  uint64 // the ping's number, which the answer echoes; 0: an answer alone
+	Fresh uint64 // the ping's F in microseconds: the answering node promises that long from its arrival
 	Beats []byte // the rounds, packed (hubwire.go): each msgHeartbeat's content
+
+	// the answer to the other hub's latest ping, as msgBeatAcks's fields
+	Answer   uint64
+	Held     uint64 // how long the answer waited for this message, in microseconds
+	Epoch    uint64
+	AckEpoch uint64
+	Acks     []byte
+	Unserved []byte
+	Unknown  []byte
 }
 
 // msgBeatAcks answers msgBeats with the acknowledgements the receiving hub
 // was allowed to give for its node's followers.
 type msgBeatAcks struct {
-	Acks []byte // packed (hubwire.go): each msgHeartbeatAck's content and the follower
+	Ping     uint64 // the number of the ping answered
+	Held     uint64 // how long the answer waited before it was sent, in microseconds (not network time)
+	Epoch    uint64 // the answering node's epoch for the pinging node when it answered (pings.go)
+	AckEpoch uint64 // its epoch when it made the acknowledgements below
+	Acks     []byte // packed (hubwire.go): each msgHeartbeatAck's content and the follower
 	// Unserved lists the keys of rounds that no actor on the receiving
 	// node has joined its hub for (it disabled coalescing, or has not
 	// joined yet): their leaders must send their own heartbeats there.

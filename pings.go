@@ -1,0 +1,278 @@
+package leader
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// Node-level liveness: pings between hubs, and the epochs that make them
+// count for each election.
+//
+// An acting lease needs a quorum's acknowledgement of a round sent within F
+// (lease.go), so a leader needs a round acknowledged every liveness
+// interval (5 ms at the defaults). Carrying a record per election that
+// often costs in proportion to the elections. What must be fresh is not
+// each election's record but the promise behind it, and every election on
+// node B that follows a leader on node A promises for the same reason at
+// the same moment. So:
+//
+//   - Every msgBeats a hub sends is a ping: its number and F. The
+//     per-election records go along only every HeartbeatInterval, or when
+//     an election needs one (a new term, a new follower, a changed epoch).
+//   - The hub on B answers each ping (msgBeatAcks) with the ping's number
+//     and B's epoch for A, a counter raised whenever an election on B that
+//     followed a leader on A may have stopped doing so. Before it reads
+//     anything else of the ping, it notes the ping's end (its arrival plus
+//     its F) as pongEnd.
+//   - An election on B withdraws the hub's permission to acknowledge for it
+//     at the start of every step (coalesce.go); if it followed a leader on
+//     A, it then counts as unbound until the end of the step, and it reads
+//     pongEnd into its promise (election.pongPromise). A hub answers no
+//     ping while an election is unbound without raising the epoch first,
+//     and the end of a step raises it too unless the election grants the
+//     very same permission again (same leader, same term: it changed
+//     nothing). A new election actor raises every epoch of its node before
+//     it can grant anything (the dead process it replaces cannot).
+//   - The leader on A counts a ping toward its acting lease, from the
+//     ping's send time for the ping's F, when the answer came after the
+//     answer carrying B's newest acknowledgement of its own round and
+//     carries the same epoch (slot.pongs).
+//
+// Then every ping a leader counts for B was answered while that election on
+// B was bound to it, and its end is inside the promise that election keeps:
+// an election on B that grants anything, or follows anyone else, does so in
+// a step that read pongEnd after the last answer that could count for it.
+// The argument of docs/safety.md holds with answered pings as rounds.
+
+// pingBoard is one node's record of pings, shared by its hub and its
+// election actors (goroutines of one OS process, hence the mutex).
+type pingBoard struct {
+	mu    sync.Mutex
+	peers map[gen.Atom]*pingPeer
+}
+
+// pingPeer is what a board holds about one other node.
+type pingPeer struct {
+	// this node answering the pings of node's hub
+	epoch   uint64    // raised when an election here may stop following a leader on node
+	unbound int       // elections here that followed a leader on node and are in a step
+	pongEnd time.Time // the latest end of an answered ping's F
+
+	// this node's hub pinging node's hub
+	replies uint64   // answers counted from node's hub
+	latest  pongSeen // the newest of them, if its ping was known
+}
+
+// pongSeen is an answer to a ping: the epoch it carried, its place among
+// the answers from its node, and when the ping was sent, with its F.
+type pongSeen struct {
+	epoch uint64
+	index uint64
+	sent  time.Time
+	fresh time.Duration
+}
+
+// pingBoards holds each running node's board (nodestate.go forgets it with
+// the node).
+var pingBoards = struct {
+	sync.Mutex
+	of map[gen.Node]*pingBoard
+}{of: make(map[gen.Node]*pingBoard)}
+
+// boardOf returns node's board, making it if it has none.
+func boardOf(node gen.Node) *pingBoard {
+	pingBoards.Lock()
+	defer pingBoards.Unlock()
+	b := pingBoards.of[node]
+	if b == nil {
+		b = &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
+		pingBoards.of[node] = b
+	}
+	return b
+}
+
+func forgetBoard(node gen.Node) {
+	pingBoards.Lock()
+	delete(pingBoards.of, node)
+	pingBoards.Unlock()
+}
+
+// peer returns the entry of node; b.mu is held. A new entry's epoch starts
+// at random, so that no answer of an earlier board (an earlier OS process
+// of this node) carries an epoch a leader still holds.
+func (b *pingBoard) peer(node gen.Atom) *pingPeer {
+	p := b.peers[node]
+	if p == nil {
+		p = &pingPeer{epoch: rand.Uint64() >> 1}
+		b.peers[intern(node)] = p
+	}
+	return p
+}
+
+// raiseAll raises every epoch: a new election actor starts here, and no
+// answer given before may count for an election of this node any more.
+func (b *pingBoard) raiseAll() {
+	b.mu.Lock()
+	for _, p := range b.peers {
+		p.epoch++
+	}
+	b.mu.Unlock()
+}
+
+// pinged notes a ping from node's hub, which asks for a promise until end,
+// before anything of it is read.
+func (b *pingBoard) pinged(node gen.Atom, end time.Time) {
+	b.mu.Lock()
+	p := b.peer(node)
+	if end.After(p.pongEnd) {
+		p.pongEnd = end
+	}
+	b.mu.Unlock()
+}
+
+// epochOf is node's epoch now, as acknowledgements made now carry it.
+func (b *pingBoard) epochOf(node gen.Atom) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.peer(node).epoch
+}
+
+// answerEpoch is the epoch an answer to node's hub carries now: raised
+// first when an election that followed a leader there is in a step.
+func (b *pingBoard) answerEpoch(node gen.Atom) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.peer(node)
+	if p.unbound > 0 {
+		p.epoch++
+	}
+	return p.epoch
+}
+
+// unbind counts an election that followed a leader on node as in a step,
+// and returns the end of the pings answered so far, which its promise
+// keeps.
+func (b *pingBoard) unbind(node gen.Atom) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.peer(node)
+	p.unbound++
+	return p.pongEnd
+}
+
+// rebind ends the step of an election unbind counted; raise, unless it
+// granted the same permission again.
+func (b *pingBoard) rebind(node gen.Atom, raise bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.peer(node)
+	p.unbound = max(p.unbound-1, 0)
+	if raise {
+		p.epoch++
+	}
+}
+
+// answered records an answer from node's hub; ping is the stamp of the
+// ping it answers (zero when it is no longer known). It returns the
+// answer's index, which the acknowledgements it carries are marked with.
+func (b *pingBoard) answered(node gen.Atom, epoch uint64, ping pingStamp) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.peer(node)
+	p.replies++
+	if ping.at.IsZero() == false {
+		p.latest = pongSeen{epoch: epoch, index: p.replies, sent: ping.at, fresh: ping.fresh}
+	}
+	return p.replies
+}
+
+// latest returns the newest answer from node's hub whose ping is known.
+func (b *pingBoard) latestFrom(node gen.Atom) (pongSeen, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.peers[node]
+	if p == nil || p.latest.sent.IsZero() {
+		return pongSeen{}, false
+	}
+	return p.latest, true
+}
+
+// pingStamp is when a hub sent a ping, and the F it gave it.
+type pingStamp struct {
+	at    time.Time
+	fresh time.Duration
+}
+
+// recentPings is how many of its newest pings a hub remembers: an answer
+// to an older one proves a lease long over.
+const recentPings = 16
+
+// pingLog is a hub's ring of its recent pings' send times.
+type pingLog struct {
+	seq  uint64
+	seqs [recentPings]uint64
+	at   [recentPings]time.Time
+}
+
+// next numbers a new ping sent at now.
+func (l *pingLog) next(at time.Time) uint64 {
+	l.seq++
+	l.seqs[l.seq%recentPings], l.at[l.seq%recentPings] = l.seq, at
+	return l.seq
+}
+
+// sentAt returns when ping seq was sent, zero if it is not among the
+// recent.
+func (l *pingLog) sentAt(seq uint64) time.Time {
+	if seq != 0 && l.seqs[seq%recentPings] == seq {
+		return l.at[seq%recentPings]
+	}
+	return time.Time{}
+}
+
+// pingRTT is a hub's record of the round trips of its pings to one node,
+// and the F it gave them. A ping's F is freshness, or longer when the
+// round trips to that node are long (as a leader's roundFresh): an answer
+// must come well within it, or it could never count.
+type pingRTT struct {
+	smooth time.Duration // smoothed as TCP does: 7/8 of the old, 1/8 of the new
+	seqs   [recentPings]uint64
+	fresh  [recentPings]time.Duration
+}
+
+func (r *pingRTT) sample(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if r.smooth == 0 {
+		r.smooth = d
+		return
+	}
+	r.smooth += (d - r.smooth) / 8
+}
+
+// sending records that ping seq goes with F fresh, and returns it.
+func (r *pingRTT) sending(seq uint64, fresh time.Duration) time.Duration {
+	r.seqs[seq%recentPings], r.fresh[seq%recentPings] = seq, fresh
+	return fresh
+}
+
+// sentFresh is the F ping seq went with, zero if it is not among the
+// recent.
+func (r *pingRTT) sentFresh(seq uint64) time.Duration {
+	if seq != 0 && r.seqs[seq%recentPings] == seq {
+		return r.fresh[seq%recentPings]
+	}
+	return 0
+}
+
+// forget drops what the board holds about node, gone for long (the hub's
+// forgetGonePeers).
+func (b *pingBoard) forget(node gen.Atom) {
+	b.mu.Lock()
+	delete(b.peers, node)
+	b.mu.Unlock()
+}

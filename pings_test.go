@@ -1,0 +1,202 @@
+package leader
+
+import (
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests of the pings' rules (pings.go; docs/safety.md, rule 8). Each names
+// what breaks when it fails.
+
+// pingPair is two hubs, a leader's on node a and a follower's on node b,
+// each with its own board, delivering to each other by hand.
+type pingPair struct {
+	t        *testing.T
+	now      time.Time
+	a, b     *hub
+	pa, pb   *scriptedProcess
+	lead     *slot // on a, following nothing, leading term 1 with b as follower
+	follower *slot // on b, following lead
+}
+
+func newPingPair(t *testing.T) *pingPair {
+	p := &pingPair{t: t, now: t0}
+	clock := func() time.Time { return p.now }
+	p.pa = &scriptedProcess{self: gen.PID{Node: node("a"), ID: 3, Creation: 1}}
+	p.pb = &scriptedProcess{self: gen.PID{Node: node("b"), ID: 3, Creation: 1}}
+	p.a = &hub{process: p.pa, clock: clock}
+	p.b = &hub{process: p.pb, clock: clock}
+	p.a.init()
+	p.b.init()
+	const interval = 5 * time.Millisecond
+	p.lead = &slot{cluster: "c", actor: pid("a"), interval: interval, beatEvery: 10 * interval, freshCap: 75 * time.Millisecond, board: p.a.board}
+	p.follower = &slot{cluster: "c", actor: pid("b"), interval: interval, beatEvery: 10 * interval, freshCap: 75 * time.Millisecond, board: p.b.board}
+	p.lead.share(grant{lead: true, leadTerm: 1, fresh: 3 * interval, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
+	p.follower.share(grant{follow: pid("a"), followTerm: 1})
+	p.a.add(p.lead)
+	p.b.add(p.follower)
+	return p
+}
+
+// tick runs a's tick at now and delivers the ping and its answer; it
+// returns the answer's epoch.
+func (p *pingPair) tick() uint64 {
+	p.t.Helper()
+	p.a.tick()
+	var epoch uint64
+	answered := false
+	for _, m := range p.pa.sent { // its only peer is b
+		if beats, ok := m.(msgBeats); ok {
+			p.b.beats(p.pa.self, beats)
+		}
+	}
+	p.pa.sent, p.pa.sentTo = nil, nil
+	for _, m := range p.pb.sent {
+		if acks, ok := m.(msgBeatAcks); ok {
+			p.a.acks(p.pb.self, acks)
+			epoch, answered = acks.Epoch, true
+		}
+	}
+	p.pb.sent, p.pb.sentTo = nil, nil
+	require.True(p.t, answered, "b's hub answered the ping")
+	return epoch
+}
+
+// counted returns the send time of the answered ping that counts as the
+// follower's ack of the leader, zero when none does.
+func (p *pingPair) counted() time.Time {
+	v := p.lead.settle(false, 0, 0)
+	for _, pong := range v.pongs {
+		if pong.node == node("b") && pong.pid == pid("b") {
+			return pong.sent
+		}
+	}
+	return time.Time{}
+}
+
+// A ping counts for an election on the other node only while that
+// election is bound to the leader: its answer's epoch is the one that
+// came with the election's own acknowledgement, and no step of it began
+// since. Breaks: the lease would count support that a follower in the
+// middle of granting someone else has already withdrawn.
+func TestPingsCountOnlyWhileTheFollowerIsBound(t *testing.T) {
+	p := newPingPair(t)
+	p.tick() // a full tick: the round and the ack
+	require.Equal(t, uint64(1), p.lead.links[0].ack, "the follower acknowledged the round through its hub")
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.tick() // a ping alone
+	assert.Equal(t, p.now, p.counted(), "the ping counts as the follower's ack")
+	assert.Equal(t, uint64(1), p.lead.round, "no round was opened for it")
+
+	// the follower's step begins: it may be about to grant someone else
+	view := p.follower.settle(true, 0, 0)
+	assert.Equal(t, p.now.Add(15*time.Millisecond), view.pongEnd, "the step reads the end of the pings answered so far into its promise")
+	pinged := p.now
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.tick()
+	assert.True(t, p.counted().IsZero(), "a ping answered during the step does not count (the leader keeps the one before, %s)", pinged)
+
+	// the step ends with the same permission: nothing changed
+	p.follower.share(grant{follow: pid("a"), followTerm: 1})
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.tick() // full: the epoch changed, the follower acknowledges a round again
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.tick()
+	assert.Equal(t, p.now, p.counted(), "bound again, its pings count again")
+
+	// a step that ends with another permission (it follows nobody now)
+	p.follower.settle(true, 0, 0)
+	p.follower.share(grant{})
+	for range 3 {
+		p.now = p.now.Add(5 * time.Millisecond)
+		p.tick()
+	}
+	assert.True(t, p.counted().Before(p.now.Add(-10*time.Millisecond)), "no ping answered after it stopped following counts")
+}
+
+// The end of a step that grants the very same permission raises no epoch;
+// any other end does, and so does an answer sent while a step is open.
+// Breaks: pings stop counting for every quiet follower (an epoch raised at
+// every step), or count across a defection (one never raised).
+func TestTheEpochRisesWhenAFollowerMayHaveDefected(t *testing.T) {
+	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
+	start := b.answerEpoch(node("a"))
+	b.unbind(node("a"))
+	b.rebind(node("a"), false)
+	assert.Equal(t, start, b.answerEpoch(node("a")), "a step that changed nothing")
+	b.unbind(node("a"))
+	during := b.answerEpoch(node("a"))
+	assert.NotEqual(t, start, during, "an answer while a step is open")
+	b.rebind(node("a"), true)
+	assert.NotEqual(t, during, b.answerEpoch(node("a")), "a step that changed the permission")
+	last := b.answerEpoch(node("a"))
+	b.raiseAll()
+	assert.NotEqual(t, last, b.answerEpoch(node("a")), "a new actor on the node")
+}
+
+// An actor that loses its hub takes its permission back for good: the new
+// hub's answers to pings must not count for it while it works alone.
+// Breaks: a follower without a hub grants a vote while its node's pings
+// still renew the old leader's lease.
+func TestAFollowerThatLosesItsHubStopsCounting(t *testing.T) {
+	p := newPingPair(t)
+	p.tick()
+	p.follower.settle(true, 0, 0) // hubDown: a step begins ...
+	p.follower.share(grant{})     // ... and the slot is dropped with nothing granted
+	for range 3 {
+		p.now = p.now.Add(5 * time.Millisecond)
+		p.tick()
+	}
+	assert.True(t, p.counted().IsZero(), "nothing after the hub was lost")
+	assert.Zero(t, p.b.board.peers[node("a")].unbound, "and no step stays open on the board")
+}
+
+// A follower bound through the hub keeps the promise of the pings its node
+// answered: past the end of its per-round promise after a lost
+// connection, until a handover or a real termination releases it. Breaks:
+// a survivor grants before the old leader's lease from pings runs out.
+func TestThePingsPromiseBindsTheFollower(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	h.e.pongPromise, h.e.pongPromiseTo = h.now.Add(40*time.Millisecond), pid("b")
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	h.advance(20 * time.Millisecond) // past the per-round promise after the loss
+	h.e.now = h.now
+	why, _ := h.e.grantRefusal(false, pid("c"))
+	assert.Equal(t, "promised", why, "the pings' promise still binds")
+	assert.False(t, h.e.mayDelegateAcks(), "nor does it let its hub acknowledge another leader")
+	h.advance(20 * time.Millisecond)
+	h.e.now = h.now
+	why, _ = h.e.grantRefusal(false, pid("c"))
+	assert.Equal(t, "", why, "it ends when the pings' promise does")
+
+	h = newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	h.e.pongPromise, h.e.pongPromiseTo = h.now.Add(40*time.Millisecond), pid("b")
+	h.e.down(h.now, pid("b"), gen.TerminateReasonKill)
+	why, _ = h.e.grantRefusal(false, pid("c"))
+	assert.Equal(t, "", why, "a real termination releases it")
+}
+
+// The lease counts an answered ping as the member's ack from the ping's
+// send time for its F. Breaks: the default's liveness would need a record
+// per election every liveness interval (the cost the pings remove), or a
+// ping would count for longer than the promise behind it.
+func TestTheLeaseCountsAnsweredPings(t *testing.T) {
+	h := leaderOfThree(t)
+	h.e.sendHeartbeats()
+	h.e.takeEffects()
+	round, sent := h.e.round, h.now
+	h.recv("b", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: round})
+	require.Equal(t, sent.Add(actingLease(h.e.cfg)), h.e.leaseUntil)
+	pinged := sent.Add(20 * time.Millisecond)
+	m := h.e.members[node("b")]
+	m.pongSent, m.pongFresh = pinged, 30*time.Millisecond
+	h.e.renewLease()
+	assert.Equal(t, pinged.Add(lessDrift(30*time.Millisecond)), h.e.leaseUntil, "from the ping's send time, for its F less the drift margin")
+	assert.Equal(t, sent.Add(holdingLease(h.e.cfg)), h.e.holdUntil, "the role's lease needs rounds: pings renew only the acting lease")
+}
