@@ -22,11 +22,15 @@ import (
 //   - Every msgBeats a hub sends is a ping: its number and F. The
 //     per-election records go along only every HeartbeatInterval, or when
 //     an election needs one (a new term, a new follower, a changed epoch).
-//   - The hub on B answers each ping (msgBeatAcks) with the ping's number
-//     and B's epoch for A, a counter raised whenever an election on B that
-//     followed a leader on A may have stopped doing so. Before it reads
+//   - The hub on B answers each ping with the ping's number and B's epoch
+//     for A, a counter raised whenever an election on B that followed a
+//     leader on A may have stopped doing so, and with the epoch under which
+//     it made the acknowledgements the answer carries. Before it reads
 //     anything else of the ping, it notes the ping's end (its arrival plus
-//     its F) as pongEnd.
+//     its F) as pongEnd. A hub that ticks sends the answer with its next
+//     tick's message to A (msgBeats.Answer), so that a node pair exchanges
+//     one message each way per interval, and says how long it held it
+//     (Held), which A's measure of the network's round trip leaves out.
 //   - An election on B withdraws the hub's permission to acknowledge for it
 //     at the start of every step (coalesce.go); if it followed a leader on
 //     A, it then counts as unbound until the end of the step, and it reads
@@ -37,9 +41,12 @@ import (
 //     nothing). A new election actor raises every epoch of its node before
 //     it can grant anything (the dead process it replaces cannot).
 //   - The leader on A counts a ping toward its acting lease, from the
-//     ping's send time for the ping's F, when the answer came after the
-//     answer carrying B's newest acknowledgement of its own round and
-//     carries the same epoch (slot.pongs).
+//     ping's send time for the ping's F, when the answer came no earlier
+//     than the answer carrying B's newest acknowledgement of its own round,
+//     and its epoch is the one that acknowledgement was made under
+//     (slot.answeredPings). Each hub numbers its pings from a random start,
+//     so an answer meant for a node's earlier hub matches no ping of its
+//     new one.
 //
 // Then every ping a leader counts for B was answered while that election on
 // B was bound to it, and its end is inside the promise that election keeps:
