@@ -1,11 +1,14 @@
 package leader
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -255,4 +258,44 @@ func TestClusterHungLeaderIsReplaced(t *testing.T) {
 	})
 	require.False(t, demoted.at.Before(blockedAt.Add(block)), "it cannot step down while hung")
 	c.waitLeader(all, clActorName, clConverge)
+}
+
+// A ClusterID misspelt on one node of four, tried as a new user would
+// (every node Joins every other): the other three elect one leader and
+// keep it; each node warns once per peer that it drops that peer's
+// messages, and why; nothing resets a connection.
+func TestClusterAMisspeltClusterIDChangesNothingElse(t *testing.T) {
+	tm := clusterTimings{min: 150, max: 300, hb: 50, ghost: 1000} // the defaults
+	c := newRealCluster(t, clConfig{})
+	began := time.Now()
+	nodes := c.addNodes(4)
+	good, typo := nodes[:3], nodes[3]
+	for _, i := range good {
+		c.mustSpawn(i, clActorSpec{options: tm.options("orders", 3)})
+	}
+	c.mustSpawn(typo, clActorSpec{options: tm.options("ordres", 3)})
+	leader, term := c.waitLeader(good, clActorName, clConverge)
+	watchUntil := time.Now().Add(8 * time.Second)
+	for time.Now().Before(watchUntil) {
+		now, nowTerm, ok, desc := c.agreedLeader(good, clActorName)
+		require.True(t, ok, "the three nodes with the same ClusterID keep one leader: %s", desc)
+		require.Equal(t, [2]any{leader, term}, [2]any{now, nowTerm}, "and it does not change")
+		time.Sleep(50 * time.Millisecond) // sampling an invariant, not waiting for a condition
+	}
+	assert.Empty(t, c.warnings.containing("resetting", began), "no connection is reset because of a peer whose messages are dropped")
+	warned := map[string]int{}
+	for _, line := range c.warnings.containing("is misspelt", began) {
+		for _, i := range nodes {
+			for _, j := range nodes {
+				if i != j && strings.Contains(line, "] '"+string(c.name(i))+"' ") && strings.Contains(line, "from node '"+string(c.name(j))+"'") {
+					warned[fmt.Sprintf("%d<-%d", i, j)]++
+				}
+			}
+		}
+	}
+	for _, i := range good {
+		assert.Equal(t, 1, warned[fmt.Sprintf("%d<-%d", i, typo)], "node %d warns once of the misspelt node", i)
+		assert.Equal(t, 1, warned[fmt.Sprintf("%d<-%d", typo, i)], "the misspelt node warns once of node %d", i)
+	}
+	assert.Len(t, warned, 6, "and of nobody else: %v\n%s", warned, strings.Join(c.warnings.containing("is misspelt", began), "\n"))
 }

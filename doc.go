@@ -197,7 +197,8 @@
 //	types.go       wire types, NetworkTypes, ErrorTypes
 //
 // What the elections of a node share (coalescing.md): hub.go, hubwire.go,
-// routes.go, coalesce.go, parking.go (the liveness hub), watcher.go,
+// routes.go, coalesce.go, parking.go (the liveness hub), pings.go (the
+// hubs' node-level pings that renew the acting lease), watcher.go,
 // shared_watcher.go, leader_spare.go (watching other nodes' processes),
 // admission.go, wave.go (node-wide pacing of campaigns and failovers),
 // nodestate.go (what goes when a node stops), atoms.go. The framework's

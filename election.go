@@ -362,9 +362,14 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	switch {
 	case h.cluster != e.cfg.clusterID:
 		e.drop("cluster_mismatch")
-		e.warnEvery("cluster_mismatch "+string(from.Node), time.Minute,
-			"dropped a protocol message from node %s (%s) for ClusterID %q; this actor's ClusterID is %q. If that node is meant to take part in this election, one of the two ClusterIDs is misspelt; until they match it is not counted here and it has no leader (repeated at most once a minute)",
+		e.warnEvery("cluster_mismatch "+string(from.Node), mismatchWarnEvery,
+			"dropped a protocol message from node %s (%s) for ClusterID %q; this actor's ClusterID is %q. If that node is meant to take part in this election, one of the two ClusterIDs is misspelt. Until they match its messages are dropped here (ergo:dropped_by_reason cluster_mismatch) and nothing else changes: if it was Joined or bootstrapped it still counts toward the view, and so toward the quorum, without ever voting; fix the ClusterID, or Leave it (warned once per peer)",
 			from.Node, from, h.cluster, e.cfg.clusterID)
+		if m, ok := e.members[from.Node]; ok {
+			// alive and reachable: it merely ignores this election, which
+			// is no reason to reset the connection (silence.go)
+			m.otherCluster, m.awaitingSince = true, time.Time{}
+		}
 		return true
 	case from.Node == e.self.Node:
 		// The view is keyed by node; a second actor of the same cluster on

@@ -74,9 +74,11 @@ func TestInspectMergesTheBehaviorsKeysOnTop(t *testing.T) {
 }
 
 // A ClusterID mismatch is a warning that names both ids and the sender,
-// once a minute per sender, not only a counter.
-func TestClusterMismatchIsReportedOncePerMinute(t *testing.T) {
+// once per sender, not only a counter; the sender owes no answer (its
+// silence resets no connection, silence.go).
+func TestClusterMismatchIsReportedOncePerPeer(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
+	h.e.members[node("b")].awaitingSince = h.now
 	h.recv("b", msgHello{ClusterID: "shceduler"})
 	h.advance(time.Second)
 	h.recv("b", msgHello{ClusterID: "shceduler"})
@@ -84,9 +86,17 @@ func TestClusterMismatchIsReportedOncePerMinute(t *testing.T) {
 	assert.Contains(t, h.log.warnings[0], `ClusterID "shceduler"`)
 	assert.Contains(t, h.log.warnings[0], `this actor's ClusterID is "c"`)
 	assert.Contains(t, h.log.warnings[0], "b@test")
-	h.advance(time.Minute)
+	assert.Contains(t, h.log.warnings[0], "still counts toward the view")
+	h.advance(time.Hour)
 	h.recv("b", msgHello{ClusterID: "shceduler"})
-	assert.Len(t, h.log.warnings, 2)
+	assert.Len(t, h.log.warnings, 1, "not again an hour later")
+	h.recv("c", msgHello{ClusterID: "shceduler"})
+	assert.Len(t, h.log.warnings, 2, "another peer is warned of once too")
+
+	b := h.e.members[node("b")]
+	assert.True(t, b.awaitingSince.IsZero(), "b answered, if in another election")
+	h.e.send(b, msgHello{ClusterID: "c"})
+	assert.True(t, b.awaitingSince.IsZero(), "and owes no answer while it speaks another ClusterID")
 }
 
 // A planned handover is logged as information, not as a warning.

@@ -36,6 +36,11 @@ const maxWarnedKeys = 256
 
 // warnEvery logs a warning at most once per every for the same key: a
 // condition a timer or a peer can repeat is reported, not flooded.
+// mismatchWarnEvery is how often a ClusterID mismatch with one peer is
+// warned of: once, in practice (the table of warnings is bounded, so a
+// node that misspells for days may be warned of again).
+const mismatchWarnEvery = 24 * time.Hour
+
 func (e *election) warnEvery(key string, every time.Duration, format string, args ...any) {
 	if last, ok := e.warned[key]; ok && e.now.Sub(last) < every {
 		return

@@ -41,6 +41,10 @@ type member struct {
 	ackRound         uint64    // newest round of this leader's term it acknowledged (lease.go)
 	predecessor      bool      // its current process replaced one this node knew (a restart)
 	awaitingSince    time.Time // first request sent since it last answered anything (silence.go)
+	// otherCluster: its node's last protocol message carried another
+	// ClusterID; it owes no answer, and its silence is no reason to reset
+	// a connection (silence.go)
+	otherCluster     bool
 	lastReset        time.Time // when its connection was last reset for silence
 	inboundSampledAt time.Time // when the actor last noted its connection's inbound count (silence.go)
 	watchAskedAt     time.Time // when its current PID was handed to the watcher; zero once monitored
@@ -262,7 +266,7 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 	m.unreachableSince = time.Time{}
 	m.nameFailures, m.nameBackoffUntil = 0, time.Time{}
 	m.lastHeard = e.now
-	m.awaitingSince = time.Time{}
+	m.awaitingSince, m.otherCluster = time.Time{}, false
 	if known == false {
 		e.logf(levelInfo, "peer %s joined the view through the protocol; view %d, quorum %d", from.Node, e.viewSize(), e.quorum())
 		e.viewGrew()

@@ -56,7 +56,7 @@ func (e *election) silenceBound() time.Duration { return 2 * e.cfg.electionTimeo
 
 // awaitAnswer notes that a request went to m.
 func (e *election) awaitAnswer(m *member) {
-	if m.awaitingSince.IsZero() {
+	if m.awaitingSince.IsZero() && m.otherCluster == false {
 		m.awaitingSince = e.now
 	}
 }
