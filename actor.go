@@ -220,7 +220,25 @@ type publicState struct {
 }
 
 func (e *election) public() publicState {
-	return publicState{leading: e.role == roleLeader, campaigning: e.role == roleCandidate, leader: e.leader}
+	return publicState{leading: e.role == roleLeader, campaigning: e.role == roleCandidate, leader: e.recognisedLeader()}
+}
+
+// recognisedLeader is the leader the callbacks name: the leader this node
+// follows, or the one it lost to a mere sign (a lost connection, which a
+// reconnect follows in milliseconds) until it looks for another leader
+// (its fast pre-vote) or learns of a later term. So a connection's blip,
+// or the resets a long stall of this node makes its peers do, run no
+// callback (HandleBecomeFollower once per real change, not "no leader" and
+// the same leader again); a leader that is really gone is named until a
+// survivor's pre-vote, a few milliseconds after its acting lease ran out.
+func (e *election) recognisedLeader() gen.PID {
+	if e.leader != (gen.PID{}) || e.signLost == (gen.PID{}) || e.role != roleFollower || e.term != e.signTerm {
+		return e.leader
+	}
+	if m, ok := e.members[e.signLost.Node]; ok && m.knownPID == e.signLost {
+		return e.signLost
+	}
+	return gen.PID{}
 }
 
 // ProcessInit implements gen.ProcessBehavior. It runs the behavior's Init,
@@ -490,6 +508,7 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		}
 		if a.fired(m.Kind, m.Generation) && now.Sub(due) > starvedLateness(a.state.cfg) {
 			connectionResets.markStarved(a.Node(), now)
+			a.state.restartSilences() // the peers were not silent: this node was
 		}
 		a.state.timer(now, m.Kind, m.Generation)
 		return nil

@@ -222,6 +222,11 @@ type election struct {
 	notBefore             time.Time // no campaign before this: confirm backoff, or after a handover
 	outgoing              bool      // handed over on its way out: grants nothing (departure.go)
 	lostLeader            gen.PID   // the leader whose down this node observed
+	// signLost is a leader lost to a sign (a lost connection), not proof,
+	// at term signTerm, while this node has not looked for another leader
+	// since: the callbacks still name it (recognisedLeader)
+	signLost gen.PID
+	signTerm uint64
 	timers                [numTimers]timerState
 
 	// the lease (lease.go)
@@ -792,6 +797,7 @@ func (e *election) campaignWith(fast bool) {
 		return
 	}
 	e.preVoting, e.preVoteFast = true, fast
+	e.signLost = gen.PID{} // looking for another leader: the callbacks say so
 	e.preVotes = map[gen.Atom]bool{e.self.Node: true}
 	e.pledges = nil
 	if fast && e.switches.noPledge == false {

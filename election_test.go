@@ -532,3 +532,24 @@ func TestHandoverToAChosenSuccessor(t *testing.T) {
 	assert.Len(t, sentTo[msgTimeoutNow](out, "b"), 1)
 	assert.Empty(t, sentTo[msgTimeoutNow](out, "c"))
 }
+
+// A lost connection to the leader is a sign, not a change: the callbacks
+// keep naming the leader until this node looks for another (its fast
+// pre-vote); a real termination is a change at once.
+func TestALostConnectionChangesNoCallbackUntilThePreVote(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	require.Equal(t, pid("b"), h.e.public().leader)
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	h.e.takeEffects()
+	assert.Equal(t, pid("b"), h.e.public().leader, "a lost connection: still the recognised leader")
+	h.advance(h.e.cfg.electionTimeoutMin)
+	h.fire(timerFast)
+	require.True(t, h.e.preVoting, "the fast pre-vote began")
+	assert.Equal(t, gen.PID{}, h.e.public().leader, "looking for another leader: no leader now")
+
+	h = newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	h.e.down(h.now, pid("b"), gen.TerminateReasonKill)
+	assert.Equal(t, gen.PID{}, h.e.public().leader, "a termination is a change at once")
+}

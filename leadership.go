@@ -287,6 +287,10 @@ func (e *election) stepDown(why string) {
 func (e *election) leaderLost(pid gen.PID, reported time.Time, proof bool) {
 	e.leader = gen.PID{}
 	e.lostLeader = pid
+	e.signLost, e.signTerm = gen.PID{}, e.term
+	if proof == false {
+		e.signLost = pid
+	}
 	if proof {
 		e.releasePromise(pid)
 	} else {

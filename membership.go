@@ -506,7 +506,12 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed, p
 	if wasLeader && observed {
 		e.leaderLost(pid, reported, proof)
 	} else if wasLeader {
+		// the end of a connection a newer one replaced: a sign at most,
+		// and the callbacks keep naming the leader (recognisedLeader)
 		e.leader = gen.PID{}
+		if errors.Is(reason, gen.ErrNoConnection) {
+			e.signLost, e.signTerm = pid, e.term
+		}
 	}
 }
 

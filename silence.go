@@ -104,6 +104,21 @@ func (e *election) choresPending() bool {
 	return false
 }
 
+// restartSilences measures every member's silence anew from now: a timer
+// fired late, so this node did not run for a while (stopped, or starved),
+// and the answers it has not seen may be waiting to be read. Without it, a
+// node resumed after a stall longer than the silence bound reset its
+// connections in its first steps, and its callbacks flapped (no leader, the
+// leader, no leader, the leader) as the resets took the leader's member
+// away and Hellos brought it back.
+func (e *election) restartSilences() {
+	for _, m := range append(e.sortedMembers(), e.sortedGone()...) {
+		if m.awaitingSince.IsZero() == false {
+			m.awaitingSince, m.inboundSampledAt = e.now, time.Time{}
+		}
+	}
+}
+
 // connectionKept notes that the actor did not reset node's connection: it
 // carried messages from that node while the member was silent, so what is
 // silent is the member's actor (stalled, or overloaded), not the link, and
