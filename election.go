@@ -227,7 +227,7 @@ type election struct {
 	// since: the callbacks still name it (recognisedLeader)
 	signLost gen.PID
 	signTerm uint64
-	timers                [numTimers]timerState
+	timers   [numTimers]timerState
 
 	// the lease (lease.go)
 	promisedTo    gen.PID   // voter: the leader or candidate it promised its support
