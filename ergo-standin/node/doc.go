@@ -114,7 +114,14 @@
 //     derived from the pair, and there is no EnableSimultaneousConnect
 //     flag; ERGO_STANDIN_BUGS=simultaneous-connect brings back the v320
 //     failure for tests. Messages are not fragmented (one frame up to
-//     MaxMessageSize). The library sees none of this.
+//     MaxMessageSize). A write to a connection whose socket buffer is
+//     full blocks the sender, as in the framework (whose flusher writes in
+//     the sender's goroutine with no deadline), but for at most 10 s,
+//     after which the stand-in closes that link; a peer whose packets are
+//     dropped blocks every process of the node that writes to it until
+//     then. The library resets such a connection itself well before (its
+//     silence check), so it meets neither limit. The library sees none of
+//     this.
 //   - Looser state checks outside links and monitors: Call, RegisterName
 //     and CreateAlias also work in Init, Send also in WaitResponse
 //     (framework: Call, RegisterName, CreateAlias only while Running; Send in
