@@ -186,9 +186,11 @@ func (a *Actor) Broadcast(message any) (int, error) {
 // one round trip instead of a full election timeout. This node does not
 // campaign again for ElectionTimeoutMax. A leader that stops with a normal
 // or shutdown reason does the same by itself. It returns ErrNotLeader when
-// this node does not lead.
+// this node does not hold the leader's role; a leader whose acting lease is
+// between two renewals (IsLeader false for a moment, no callback) still
+// hands over: standing down first is always safe.
 func (a *Actor) StepDown() error {
-	if a.IsLeader() == false {
+	if a.state == nil || a.state.role != roleLeader {
 		return ErrNotLeader
 	}
 	a.state.handover(a.clock(), "StepDown was called", a.connected)
@@ -203,8 +205,8 @@ func (a *Actor) StepDown() error {
 // term, or was not heard within ElectionTimeoutMin). Use it to move
 // leadership off a node before maintenance, or onto a preferred one.
 func (a *Actor) StepDownTo(node gen.Atom) error {
-	if a.IsLeader() == false {
-		return ErrNotLeader
+	if a.state == nil || a.state.role != roleLeader {
+		return ErrNotLeader // as StepDown: the role, not the acting lease
 	}
 	a.state.now = a.clock()
 	m, ok := a.state.members[node]

@@ -641,8 +641,11 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 		h.sendAnswer(peer, old) // the peer ticks faster: no merging
 		delete(h.answers, peer)
 	}
-	if h.ticking {
-		h.answers[peer] = answer // with the next tick's message there
+	if h.ticking && len(message.Beats) == 0 {
+		// a ping alone: answered with the next tick's message there. Rounds
+		// are answered at once: a leader that just won (or a new follower)
+		// needs its first acknowledgement before round 1's lease runs out
+		h.answers[peer] = answer
 		return
 	}
 	h.sendAnswer(peer, answer)

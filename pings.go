@@ -27,10 +27,11 @@ import (
 //     leader on A may have stopped doing so, and with the epoch under which
 //     it made the acknowledgements the answer carries. Before it reads
 //     anything else of the ping, it notes the ping's end (its arrival plus
-//     its F) as pongEnd. A hub that ticks sends the answer with its next
-//     tick's message to A (msgBeats.Answer), so that a node pair exchanges
-//     one message each way per interval, and says how long it held it
-//     (Held), which A's measure of the network's round trip leaves out.
+//     its F) as pongEnd. A hub that ticks answers a ping without rounds
+//     with its next tick's message to A (msgBeats.Answer), so that an idle
+//     node pair exchanges one message each way per interval, and says how
+//     long it held it (Held), which A's measure of the network's round
+//     trip leaves out; rounds are answered at once.
 //   - An election on B withdraws the hub's permission to acknowledge for it
 //     at the start of every step (coalesce.go); if it followed a leader on
 //     A, it then counts as unbound until the end of the step, and it reads

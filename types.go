@@ -154,10 +154,11 @@ func ErrorTypes() []error {
 // second (hub.go, pings.go). It is answered with msgBeatAcks, even when
 // empty, so the sender knows the hub is there.
 //
-// A hub that ticks answers the pings and rounds it receives in its next
-// tick's msgBeats to that node (the Answer fields), so that a node pair
-// exchanges one message each way per interval; one that does not tick
-// answers at once with msgBeatAcks.
+// A hub that ticks answers a ping that carries no rounds in its next
+// tick's msgBeats to that node (the Answer fields), so that an idle node
+// pair exchanges one message each way per interval; rounds, and anything
+// a hub that does not tick receives, are answered at once with
+// msgBeatAcks.
 type msgBeats struct {
 	Ping  uint64 // the ping's number, which the answer echoes; 0: an answer alone
 	Fresh uint64 // the ping's F in microseconds: the answering node promises that long from its arrival
