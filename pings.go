@@ -197,7 +197,7 @@ func (b *pingBoard) answered(node gen.Atom, epoch uint64, ping pingStamp) uint64
 	return p.replies
 }
 
-// latest returns the newest answer from node's hub whose ping is known.
+// latestFrom returns the newest answer from node's hub whose ping is known.
 func (b *pingBoard) latestFrom(node gen.Atom) (pongSeen, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
