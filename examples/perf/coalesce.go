@@ -148,6 +148,9 @@ func runCoalesce(p *plan) (section, []summaryRow) {
 			p.progress("coalesce: %s idle run: %v", modeName(coalesced), r.err)
 		}
 		many[coalesced] = append(many[coalesced], r)
+		if coalesced && r.err == nil {
+			inProcessMany[r.clusters] = r
+		}
 	}
 	for k := 0; k < p.coalesceKills && p.interrupted() == false; k++ {
 		for _, coalesced := range coalesceModes {
@@ -166,6 +169,8 @@ func runCoalesce(p *plan) (section, []summaryRow) {
 		huge = measureManyCrash(p, p.hugeClusters, true, true, -1)
 		if huge.err != nil {
 			p.progress("coalesce: %d clusters: %v", p.hugeClusters, huge.err)
+		} else {
+			inProcessMany[huge.clusters] = huge
 		}
 	}
 	// 4: one cluster alone

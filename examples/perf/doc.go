@@ -57,6 +57,7 @@ var docOrder = []struct{ id, title, placeholder string }{
 	{"long", "5b. Steady state over ten minutes", "not measured yet: `go run ./examples/perf -only long -long -out docs/performance.md`"},
 	{"scale", "6. Scale", "not measured yet: `go run ./examples/perf -only scale -out docs/performance.md`"},
 	{"coalesce", coalesceTitle, "not measured yet: `go run ./examples/perf -only coalesce -out docs/performance.md`"},
+	{"procs", procsTitle, "not measured yet: `go run ./examples/perf -only coalesce,procs -out docs/performance.md`"},
 	{"stability", "7. Stability under CPU load", "not measured yet: `go run ./examples/perf -only stability -out docs/performance.md`"},
 	{"simulator", "8. Simulator throughput", "not measured yet: `LEADER_SIM_SEEDS=2000 go test -run TestSimulationRandomSeeds -v .`, quote its log line here"},
 	{"analysis", "Analysis", "written by hand after a full run"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"sync"
 
 	"ergo.services/ergo/gen"
@@ -13,6 +14,7 @@ type logSink struct {
 	mu       sync.Mutex
 	warnings int
 	last     []string
+	echo     io.Writer // also write each line here (a node process's stderr); nil: keep only
 }
 
 func (l *logSink) Log(m gen.MessageLog) {
@@ -24,6 +26,9 @@ func (l *logSink) Log(m gen.MessageLog) {
 		line = fmt.Sprintf("%s %s: %s", m.Time.Format("15:04:05.000"), source.Node, fmt.Sprintf(m.Format, m.Args...))
 	}
 	l.mu.Lock()
+	if l.echo != nil {
+		fmt.Fprintln(l.echo, line)
+	}
 	l.warnings++
 	l.last = append(l.last, line)
 	if len(l.last) > 20 {

@@ -132,6 +132,10 @@ func run(p *plan) (*report, error) {
 		s, rows := runCoalesce(p)
 		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)
 	}
+	if p.wants("procs") {
+		s, rows := runProcs(p)
+		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)
+	}
 	if p.wants("stability") {
 		s, rows := runStability(p)
 		r.sections, r.rows = append(r.sections, s), append(r.rows, rows...)

@@ -63,6 +63,7 @@ func TestQuickRun(t *testing.T) {
 		"| setup | members | spawning s | all led s |",
 		"| load | leader changes | term increments (sum over nodes) |",
 		"| figure | coalesced | DisableCoalescing=true | coalesced / uncoalesced |",
+		"| node | idle CPU, % of one core | resident set | live heap |", // section 6c, node processes
 		"## 1b. Fast failover on and off", // a placeholder until the leader test fills it
 		"## 8. Simulator throughput",
 	} {

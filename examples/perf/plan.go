@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,12 +56,16 @@ type plan struct {
 	ledWithin      time.Duration // how long a cold start of many elections may take
 	failoverWithin time.Duration // how long after a crash every election must be led again
 
+	// section procs
+	procsSizes []int         // elections per run, every node its own process
+	procsIdle  time.Duration // the idle window
+
 	log   io.Writer
 	logMu sync.Mutex
 }
 
 // sectionIDs are the measured sections in report order.
-var sectionIDs = []string{"crash", "handover", "coldstart", "heal", "steady", "long", "scale", "coalesce", "stability"}
+var sectionIDs = []string{"crash", "handover", "coldstart", "heal", "steady", "long", "scale", "coalesce", "procs", "stability"}
 
 func parsePlan(args []string, log io.Writer) (*plan, error) {
 	p := &plan{ctx: context.Background(), log: log}
@@ -77,6 +82,8 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 	runs := fs.Int("runs", 0, "runs per failover/handover/cold-start measurement (default 50, quick 2)")
 	kills := fs.Int("kills", 0, "section coalesce: node crashes per mode under 1,000 elections (default 4)")
 	huge := fs.Int("huge", -1, "section coalesce: elections of the coalesced-only large run (default 10,000; 0 skips it)")
+	procs := fs.String("procs", "", "section procs: comma-separated election counts, every node its own OS process (default 1000,10000)")
+	fs.DurationVar(&p.procsIdle, "procs-idle", time.Minute, "section procs: the idle window")
 	coalescedOnly := fs.Bool("coalesced-only", false, "section coalesce: measure the coalesced mode only, not DisableCoalescing")
 	fs.BoolVar(&symmetricLoss, "symmetric", false, "every election with Options.AssumeSymmetricConnectionLoss: the opt-in fast path, to compare with the default")
 	fs.Usage = func() {
@@ -116,6 +123,7 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 	p.coalesceSettle, p.ledWithin, p.failoverWithin = 3*time.Second, 3*time.Minute, 30*time.Second
 	p.idleSettle = 10 * time.Second
 	p.idleWindowMany = 20 * time.Second
+	p.procsSizes = []int{1000, 10000}
 	if p.quick {
 		p.crashRuns, p.handoverRuns, p.coldRuns = 2, 2, 2
 		p.coldSizes = []int{3, 5}
@@ -130,6 +138,17 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 		p.coalesceSettle, p.failoverWithin = 300*time.Millisecond, 10*time.Second
 		p.idleSettle = 300 * time.Millisecond
 		p.idleWindowMany = p.idleWindow
+		p.procsSizes, p.procsIdle = []int{30}, time.Second
+	}
+	if *procs != "" {
+		p.procsSizes = nil
+		for _, v := range strings.Split(*procs, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("-procs: %q is not an election count", v)
+			}
+			p.procsSizes = append(p.procsSizes, n)
+		}
 	}
 	if *runs > 0 {
 		p.crashRuns, p.handoverRuns, p.coldRuns = *runs, *runs, *runs

@@ -47,6 +47,9 @@ type recorder struct {
 	// thousand elections looks only at those, and does not hold the lock
 	// every member's callback needs for ten thousand lookups a pass
 	changed map[string]struct{}
+	// sink, when set, also gets every event, outside the lock: a node
+	// process of section 6c streams them to the harness
+	sink func(event)
 }
 
 func newRecorder(keepHistory bool) *recorder {
@@ -69,6 +72,9 @@ func (r *recorder) add(e event) {
 		r.latest[k] = e
 	}
 	r.mu.Unlock()
+	if r.sink != nil {
+		r.sink(e)
+	}
 	select {
 	case r.notify <- struct{}{}:
 	default:

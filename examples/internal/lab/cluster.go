@@ -144,22 +144,38 @@ func (c *Cluster) Start(name gen.Atom) (gen.Node, error) {
 // nodes of this process; a node that runs in another OS process (Adopt)
 // starts with it there, given its ProxyPorts.
 func StartRouted(name gen.Atom, options gen.NodeOptions, cookie string, port uint16, routes map[gen.Atom]uint16, setup func(gen.Node) error) (gen.Node, error) {
-	// An acceptor authenticates with the node's cookie, so every node has
-	// the cluster's. A matching static route is final: a node whose proxy
-	// is cut is not dialled through the registrar instead.
+	// A matching static route is final: a node whose proxy is cut is not
+	// dialled through the registrar instead.
+	return startRouted(name, options, cookie, port, routes, true, setup)
+}
+
+// StartDirect starts a node that listens on port of 127.0.0.1 and reaches
+// each peer directly at the port peers gives for it, with the framework's
+// own handshake: no proxy, nothing to cut. It is for nodes that each run in
+// an OS process of their own, where a crash is a killed process.
+func StartDirect(name gen.Atom, options gen.NodeOptions, cookie string, port uint16, peers map[gen.Atom]uint16, setup func(gen.Node) error) (gen.Node, error) {
+	return startRouted(name, options, cookie, port, peers, false, setup)
+}
+
+// startRouted starts the node with a static route to each peer, through the
+// lab's proxied handshake or the framework's own, and runs setup. An
+// acceptor authenticates with the node's cookie, so every node has the
+// cluster's.
+func startRouted(name gen.Atom, options gen.NodeOptions, cookie string, port uint16, routes map[gen.Atom]uint16, proxy bool, setup func(gen.Node) error) (gen.Node, error) {
 	options.Network.Cookie = cookie
 	options.Network.Acceptors = []gen.AcceptorOptions{{Host: "127.0.0.1", Port: port, PortRange: 1}}
 	node, err := ergo.StartNode(name, options)
 	if err != nil {
 		return nil, err
 	}
-	node.Network().RegisterHandshake(viaProxy)
-	for peer, proxy := range routes {
-		route := gen.NetworkRoute{Route: gen.Route{
-			Host:             "127.0.0.1",
-			Port:             proxy,
-			HandshakeVersion: viaProxy.Version(), // every link of the pool through the proxy
-		}}
+	if proxy {
+		node.Network().RegisterHandshake(viaProxy)
+	}
+	for peer, at := range routes {
+		route := gen.NetworkRoute{Route: gen.Route{Host: "127.0.0.1", Port: at}}
+		if proxy {
+			route.Route.HandshakeVersion = viaProxy.Version() // every link of the pool through the proxy
+		}
 		if err := node.Network().AddRoute(string(peer), route, 100); err != nil {
 			node.StopForce()
 			return nil, fmt.Errorf("lab: route %s -> %s: %w", name, peer, err)

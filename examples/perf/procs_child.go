@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"ergo.services/actor/leader/examples/internal/lab"
+	"ergo.services/ergo/gen"
+)
+
+// Section 6c runs every node as an OS process of its own, the way users
+// run them: one heap and one garbage collector per node, nothing between
+// the nodes but loopback TCP (no proxies), and a crash that is a SIGKILL.
+// The node process is this program again, with procEnv set. It speaks a
+// line protocol on its standard streams:
+//
+//	out  ready                          the node runs and listens
+//	in   spawn                          spawn every member
+//	out  spawned
+//	out  e <election> <kind> <leader> <term> <unix ns>
+//	                                    one per leadership callback, as it ran:
+//	                                    kind S (started), L (leads), F (follows;
+//	                                    leader -1 for none), T (terminated);
+//	                                    leader is an index into the node names
+//	in   cost                           out cost <procCost as JSON>
+//	in   describe <election>            out describe <its member's inspect keys>
+//	in   warnings                       out warnings <the last few, on one line>
+//	in   profile                        out profile (see procProfileEnv)
+//	in   heap                           out heap <live heap bytes after a GC>
+//
+// and ends when its standard input closes.
+
+// procProfileEnv names a directory: each node process writes a CPU profile
+// there (node-1.pprof, ...) from the start of the idle window to its end.
+const procProfileEnv = "LEADER_PERF_NODE_PROFILES"
+
+// procLogEnv, when set, has every node process write its warnings to its
+// standard error as they come.
+const procLogEnv = "LEADER_PERF_NODE_LOG"
+
+// procEnv carries the node process's procSpec, as JSON.
+const procEnv = "LEADER_PERF_PROC"
+
+// procSpec is what a node process needs to be its node.
+type procSpec struct {
+	Name      gen.Atom
+	Cookie    string
+	Port      uint16
+	Peers     map[gen.Atom]uint16 // each other node's listening port: no proxies
+	Names     []gen.Atom          // every node, in the order the events index them
+	Groups    int
+	Symmetric bool // Options.AssumeSymmetricConnectionLoss
+}
+
+// procCost is one node process's counters at one moment.
+type procCost struct {
+	CPU      time.Duration // user + system time of the process so far
+	RSS      uint64        // resident set, bytes
+	MsgsOut  uint64        // messages sent to every peer, the framework's counters
+	Warnings int           // warnings and errors logged by the node
+}
+
+func init() {
+	if spec, ok := os.LookupEnv(procEnv); ok {
+		if err := runProc(spec, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "perf node process: %v\n", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+}
+
+// runProc is a node process's whole life.
+func runProc(encoded string, in io.Reader, stdout io.Writer) error {
+	var spec procSpec
+	if err := json.Unmarshal([]byte(encoded), &spec); err != nil {
+		return err
+	}
+	index := make(map[gen.Atom]int, len(spec.Names))
+	for i, name := range spec.Names {
+		index[name] = i
+	}
+	lines := make(chan string, 1<<16)
+	go writeLines(stdout, lines)
+
+	h := &harness{
+		spec:  harnessSpec{nodes: len(spec.Names), groups: spec.Groups, deferSpawn: true},
+		rec:   newRecorder(false),
+		names: spec.Names,
+		logs:  &logSink{},
+	}
+	h.spec.options.AssumeSymmetricConnectionLoss = spec.Symmetric
+	if os.Getenv(procLogEnv) != "" {
+		h.logs.echo = os.Stderr
+	}
+	h.groups = groupsOf(spec.Groups)
+	h.rec.sink = func(e event) { lines <- eventLine(e, index) }
+	node, err := lab.StartDirect(spec.Name, h.nodeOptions(spec.Name), spec.Cookie, spec.Port, spec.Peers, h.setup)
+	if err != nil {
+		return err
+	}
+	defer node.StopForce()
+	lines <- "ready"
+	commands := bufio.NewScanner(in)
+	for commands.Scan() {
+		command, arg, _ := strings.Cut(commands.Text(), " ")
+		switch command {
+		case "spawn":
+			for _, g := range h.groups {
+				if err := h.spawn(node, g); err != nil {
+					return fmt.Errorf("spawn %s: %w", g.name, err)
+				}
+			}
+			lines <- "spawned"
+		case "cost":
+			c := procCost{RSS: residentSet(), Warnings: h.logs.count()}
+			c.CPU, _ = cpuTime()
+			for _, peer := range node.Network().Nodes() {
+				if remote, err := node.Network().Node(peer); err == nil {
+					c.MsgsOut += remote.Info().MessagesOut
+				}
+			}
+			encoded, _ := json.Marshal(c)
+			lines <- "cost " + string(encoded)
+		case "describe":
+			// what the member of one election says of itself, for a run
+			// that went wrong
+			g, _ := strconv.Atoi(arg)
+			lines <- "describe " + describeMember(node, h.groups[min(max(g, 0), len(h.groups)-1)])
+		case "warnings":
+			// the last warnings the node logged, one line
+			lines <- "warnings " + strings.ReplaceAll(strings.Join(h.logs.lastLines(), " | "), "\n", " ")
+		case "profile":
+			// a CPU profile from now to the end of the process, to see
+			// where a crash's time goes (procProfileEnv)
+			if dir := os.Getenv(procProfileEnv); dir != "" {
+				f, err := os.Create(filepath.Join(dir, fmt.Sprintf("node-%d.pprof", index[spec.Name]+1)))
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			lines <- "profile"
+		case "heap":
+			lines <- "heap " + strconv.FormatUint(liveHeap(), 10)
+		}
+	}
+	return nil // stdin closed: the harness is gone
+}
+
+// describeMember is a one-line summary of one member's inspect keys.
+func describeMember(node gen.Node, g group) string {
+	pid, err := node.ProcessPID(g.name)
+	if err != nil {
+		return err.Error()
+	}
+	keys := []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size", "ergo:lease_until", "ergo:elections_started", "ergo:prevote_rounds", "ergo:campaigns_queued", "ergo:leader_changes", "ergo:heartbeat_in_last"}
+	info, err := node.Inspect(pid, keys...)
+	if err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, strings.TrimPrefix(k, "ergo:")+"="+info[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// writeLines writes the lines in order, flushing whenever none is waiting,
+// so that a callback's line leaves at once without a write per line while
+// thousands come together.
+func writeLines(out io.Writer, lines <-chan string) {
+	w := bufio.NewWriterSize(out, 1<<16)
+	for line := range lines {
+		w.WriteString(line)
+		w.WriteByte('\n')
+		if len(lines) == 0 {
+			w.Flush()
+		}
+	}
+}
+
+// eventLine encodes one callback for the harness (see the protocol above).
+func eventLine(e event, index map[gen.Atom]int) string {
+	g, _ := strconv.Atoi(strings.TrimPrefix(e.cluster, "perf-"))
+	kind := map[eventKind]byte{evStarted: 'S', evLeading: 'L', evFollowing: 'F', evTerminated: 'T'}[e.kind]
+	lead := -1
+	if e.leader != (gen.PID{}) {
+		if i, ok := index[e.leader.Node]; ok {
+			lead = i
+		}
+	}
+	return fmt.Sprintf("e %d %c %d %d %d", g, kind, lead, e.term, e.at.UnixNano())
+}
+
+// residentSet is the process's resident set size, from /proc where there is
+// one; 0 elsewhere.
+func residentSet() uint64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(fields[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"ergo.services/actor/leader"
+)
+
+// Section 6c: many elections on three nodes, every node an OS process of
+// its own, coalesced liveness at the default timings. Each size is one
+// cold start, an idle window and a SIGKILL of the node that leads the most
+// elections.
+
+const procsTitle = "6c. Many elections, every node its own OS process"
+
+// procsRun is one size's figures.
+type procsRun struct {
+	clusters int
+	allLed   time.Duration
+	idle     time.Duration // the window's length
+	costs    [2][]procCost // per node, at the window's start and end
+	heaps    []uint64      // per node, live heap after a collection
+	changes  int           // HandleBecomeLeader calls in the idle window
+	crash    *procsCrash
+	err      error
+}
+
+// procsCrash is the SIGKILL of one node process.
+type procsCrash struct {
+	victim    int
+	led       int             // elections it led
+	took      []time.Duration // per election it led: the kill -> the survivors agree on a new leader
+	splits    int             // of those, failovers that took more than one term
+	disturbed int             // elections it did not lead whose leader or term changed
+	unsettled int             // elections without an agreement just before the kill
+	lost      int             // elections still without a leader at the deadline
+}
+
+// inProcessMany keeps section 6b's idle runs of this invocation, by size,
+// to show beside section 6c's.
+var inProcessMany = map[int]manyRun{}
+
+func runProcs(p *plan) (section, []summaryRow) {
+	lw := watchLoad()
+	var runs []procsRun
+	for _, clusters := range p.procsSizes {
+		if p.interrupted() {
+			break
+		}
+		r := measureProcs(p, clusters)
+		if r.err != nil {
+			p.progress("procs: %d elections: %v", clusters, r.err)
+		}
+		runs = append(runs, r)
+	}
+	body, rows := procsReport(p, runs)
+	body += fmt.Sprintf("\n_Measured %s with `%s`; %s._\n", stamp(), p.command, lw)
+	return section{id: "procs", title: procsTitle, body: body}, rows
+}
+
+// measureProcs cold-starts clusters elections on three node processes,
+// measures an idle window and crashes the node that leads the most.
+func measureProcs(p *plan, clusters int) (r procsRun) {
+	r = procsRun{clusters: clusters, idle: p.procsIdle}
+	p.progress("procs: %d elections on %d node processes: cold start", clusters, coalesceNodes)
+	c, err := startProcCluster(coalesceNodes, clusters)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer c.close()
+	c.progress = p.progress
+	start, err := c.spawn()
+	if err != nil {
+		r.err = err
+		return r
+	}
+	last, unled, err := c.waitAllLed(start, p.ledWithin)
+	if err != nil {
+		r.err = fmt.Errorf("cold start: %w", err)
+		p.progress("procs: %d elections: %d unled; a few of them:\n%s", clusters, unled, c.describeUnled(3))
+		return r
+	}
+	r.allLed = last.Sub(start)
+	p.progress("procs: %d elections: all led %.2f s after the start; settling %s, then an idle window of %s", clusters, r.allLed.Seconds(), p.idleSettle, p.procsIdle)
+	p.sleep(p.idleSettle)
+	if os.Getenv(procProfileEnv) != "" {
+		for _, n := range c.nodes {
+			n.ask("profile", 10*time.Second)
+		}
+	}
+	leads := c.leadCount()
+	if r.costs[0], err = c.cost(); err != nil {
+		r.err = err
+		return r
+	}
+	p.sleep(p.procsIdle)
+	if r.costs[1], err = c.cost(); err != nil {
+		r.err = err
+		return r
+	}
+	r.changes = c.leadCount() - leads
+	r.heaps = c.heaps()
+	p.progress("procs: %d elections: idle CPU per node %s, %d leader changes", clusters, strings.Join(r.cpuTexts(), ", "), r.changes)
+	if p.interrupted() {
+		return r
+	}
+	r.crash = crashProcs(p, c)
+	d := newDist(r.crash.took)
+	p.progress("procs: %d elections: killed a node leading %d; led again p50 %s ms, p99 %s ms, max %s ms; %d failovers of more than one term, %d others disturbed, %d lost",
+		clusters, r.crash.led, ms(d.pct(50)), ms(d.pct(99)), ms(d.max()), r.crash.splits, r.crash.disturbed, r.crash.lost)
+	c.reportWarnings(p)
+	return r
+}
+
+// crashProcs kills the node process that leads the most elections and
+// waits until the survivors lead every election again.
+func crashProcs(p *plan, c *procCluster) *procsCrash {
+	before := c.agreements()
+	count := make([]int, len(c.nodes))
+	k := &procsCrash{}
+	for _, a := range before {
+		if a.leader < 0 {
+			k.unsettled++
+			continue
+		}
+		count[a.leader]++
+	}
+	k.victim = slices.Index(count, slices.Max(count))
+	k.led = count[k.victim]
+	killed := c.kill(k.victim)
+	c.waitAllLed(killed, p.failoverWithin)
+	// A moment more, so that a disturbance the crash caused late is seen.
+	p.sleep(2 * time.Second)
+	after := c.agreements()
+	for g, a := range after {
+		was := before[g]
+		switch {
+		case a.leader < 0:
+			k.lost++
+		case was.leader == k.victim:
+			k.took = append(k.took, time.Unix(0, a.at).Sub(killed))
+			if a.term > was.term+1 {
+				k.splits++
+			}
+		case was.leader >= 0 && (a.leader != was.leader || a.term != was.term):
+			k.disturbed++
+			if k.disturbed == 1 {
+				p.progress("procs: disturbed: election %d was led by node %d at term %d, now by node %d at term %d:\n%s",
+					g, was.leader+1, was.term, a.leader+1, a.term, c.describe(g))
+			}
+		}
+	}
+	return k
+}
+
+// cpuShare is node i's CPU in the idle window, as a share of one core.
+func (r procsRun) cpuShare(i int) float64 {
+	return float64(r.costs[1][i].CPU-r.costs[0][i].CPU) / float64(r.idle)
+}
+
+// msgsPerPeerInterval is what node i sent each other node per heartbeat
+// interval, on average over the idle window.
+func (r procsRun) msgsPerPeerInterval(i int) float64 {
+	intervals := float64(r.idle) / float64(time.Duration(leader.DefaultHeartbeatInterval)*time.Millisecond)
+	return float64(r.costs[1][i].MsgsOut-r.costs[0][i].MsgsOut) / float64(coalesceNodes-1) / intervals
+}
+
+func (r procsRun) cpuTexts() []string {
+	var texts []string
+	for i := range r.costs[1] {
+		texts = append(texts, fmt.Sprintf("%.1f%%", 100*r.cpuShare(i)))
+	}
+	return texts
+}
+
+// maxCPU is the busiest node's idle share.
+func (r procsRun) maxCPU() float64 {
+	top := 0.0
+	for i := range r.costs[1] {
+		top = max(top, r.cpuShare(i))
+	}
+	return top
+}
+
+func procsReport(p *plan, runs []procsRun) (string, []summaryRow) {
+	var b strings.Builder
+	var rows []summaryRow
+	fmt.Fprintf(&b, "Three nodes, each an OS process of its own (this program again), talking TCP on loopback with the framework's own handshake and no proxy; every election has a member on each node, coalesced liveness, default timings. Each size is one cold start (every node spawns its members at once), a settle of %s, an idle window of %s, and a SIGKILL of the node process that leads the most elections. Each node reports its own CPU (getrusage), resident set, live heap after a collection and the framework's message counters; the times come from the members' callbacks, stamped in their processes.\n\n", p.idleSettle, p.procsIdle)
+	for _, r := range runs {
+		fmt.Fprintf(&b, "### %s elections\n\n", thousands(r.clusters))
+		if r.err != nil && len(r.costs[1]) == 0 {
+			fmt.Fprintf(&b, "Not measured: %v.\n\n", r.err)
+			continue
+		}
+		fmt.Fprintf(&b, "All led %.2f s after the start; %d leader changes in the idle window.\n\n", r.allLed.Seconds(), r.changes)
+		b.WriteString("| node | idle CPU, % of one core | resident set | live heap | live heap per election | messages to each peer per heartbeat interval | warnings logged |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for i := range r.costs[1] {
+			role := ""
+			if r.crash != nil && r.crash.victim == i {
+				role = " (crashed below)"
+			}
+			fmt.Fprintf(&b, "| %d%s | %.1f%% | %s | %s | %s | %.1f | %d |\n", i+1, role, 100*r.cpuShare(i), bytesText(float64(r.costs[1][i].RSS)),
+				bytesText(float64(r.heaps[i])), bytesText(float64(r.heaps[i])/float64(r.clusters)), r.msgsPerPeerInterval(i), r.costs[1][i].Warnings)
+		}
+		if in, ok := inProcessMany[r.clusters]; ok && in.idleMeasured {
+			fmt.Fprintf(&b, "\nSide by side, section 6b's run of the same size in this invocation, all three nodes in one process (with the lab's proxies): %s of one core for the whole process, %.1f messages per node pair and interval, %d leader changes in its %s idle window; here the busiest node took %.1f%%.\n",
+				cpuPct(in.idle), in.msgsPerPairInterval(), in.changes, in.idle.elapsed.Round(time.Second), 100*r.maxCPU())
+		}
+		if k := r.crash; k != nil {
+			d := newDist(k.took)
+			fmt.Fprintf(&b, "\nThe crash: node %d, leading %d elections, killed (SIGKILL). Every one of them led again by the survivors: p50 %s ms, p99 %s ms, max %s ms after the kill; %d took more than one term (a split vote); %d elections it did not lead changed leader or term; %d without a leader %s after the kill; %d had no agreement just before it.\n\n",
+				k.victim+1, k.led, ms(d.pct(50)), ms(d.pct(99)), ms(d.max()), k.splits, k.disturbed, k.lost, p.failoverWithin, k.unsettled)
+		}
+		rows = append(rows, procsRows(r)...)
+	}
+	return b.String(), rows
+}
+
+// procsRows are the targets of the many-election issue for one size.
+func procsRows(r procsRun) []summaryRow {
+	key := func(what string) string {
+		return fmt.Sprintf("6c %s elections, node processes: %s", thousands(r.clusters), what)
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "missed"
+	}
+	cpuTarget, crashTarget := 0.15, 100*time.Millisecond
+	if r.clusters <= 1000 {
+		cpuTarget, crashTarget = 0.10, 50*time.Millisecond
+	}
+	rows := []summaryRow{
+		{key("all led after a cold start"), "<= 30 s", fmt.Sprintf("%.1f s", r.allLed.Seconds()), verdict(r.allLed <= 30*time.Second)},
+		{key("leader changes in the idle window"), "0", fmt.Sprint(r.changes), verdict(r.changes == 0)},
+		{key("idle CPU, busiest node"), fmt.Sprintf("<= %.0f%% of one core", 100*cpuTarget), fmt.Sprintf("%.1f%%", 100*r.maxCPU()), verdict(r.maxCPU() <= cpuTarget)},
+	}
+	if k := r.crash; k != nil {
+		d := newDist(k.took)
+		rows = append(rows,
+			summaryRow{key("node crash, led again p99"), fmt.Sprintf("<= %s ms", ms(crashTarget)), ms(d.pct(99)) + " ms", verdict(k.lost == 0 && d.pct(99) <= crashTarget)},
+			summaryRow{key("node crash, split votes and others disturbed"), "0 and 0", fmt.Sprintf("%d and %d", k.splits, k.disturbed), verdict(k.splits == 0 && k.disturbed == 0)})
+	}
+	return rows
+}
+
+// thousands writes n with thousands separators.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
