@@ -80,11 +80,42 @@ type link struct {
 	nc net.Conn // the socket it reads from now (changes on a re-dial); under conn.mu
 }
 
-// linkWriter writes frames to the socket a link started with.
+// linkWriter writes frames to the socket a link started with. Like the
+// framework's flusher, a frame goes into a buffer and the buffer is written
+// flushLatency after the first frame that found it empty (or at once when
+// it fills): a burst of frames costs one system call, not one each.
 type linkWriter struct {
-	mu   sync.Mutex
-	nc   net.Conn
-	dead bool
+	mu       sync.Mutex
+	nc       net.Conn
+	buf      *bufio.Writer // over deadlineWriter{nc}
+	timer    *time.Timer   // flushes the buffer; nil until the first frame
+	pending  bool
+	dead     bool
+	deadline *deadlineWriter
+}
+
+// flushLatency is how long a frame may wait in the buffer for others: the
+// framework's (lib/flusher.go).
+const flushLatency = 500 * time.Nanosecond
+
+// writeBuffer is the size of a link's buffer: the framework's.
+const writeBuffer = 64 << 10
+
+func newLinkWriter(nc net.Conn) *linkWriter {
+	d := &deadlineWriter{nc: nc, timeout: writeTimeout}
+	return &linkWriter{nc: nc, buf: bufio.NewWriterSize(d, writeBuffer), deadline: d}
+}
+
+// deadlineWriter gives every socket write a deadline: the stand-in's
+// writeTimeout (node/doc.go says why the framework has none), or drain's.
+type deadlineWriter struct {
+	nc      net.Conn
+	timeout time.Duration
+}
+
+func (d *deadlineWriter) Write(b []byte) (int, error) {
+	d.nc.SetWriteDeadline(time.Now().Add(d.timeout))
+	return d.nc.Write(b)
 }
 
 // relinkPause spaces the re-dials of a link whose re-dialed sockets ended
@@ -115,6 +146,7 @@ func (c *conn) closeBy(reason string) {
 		c.terminated.Store(true)
 		close(c.term)
 		for _, l := range c.pool {
+			l.w.drain()
 			l.nc.Close()
 		}
 		c.mu.Unlock()
@@ -159,7 +191,7 @@ func (c *conn) addLink(nc net.Conn, tail []byte, first bool) error {
 			return errors.New("pool size limit")
 		}
 	}
-	l := &link{w: &linkWriter{nc: nc}, nc: nc}
+	l := &link{w: newLinkWriter(nc), nc: nc}
 	c.pool = append(c.pool, l)
 	c.active++
 	if c.terminated.Load() {
@@ -416,14 +448,61 @@ func (w *linkWriter) write(c *conn, b []byte) {
 	if w.dead {
 		return
 	}
-	w.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := w.nc.Write(b); err != nil {
-		// The socket is broken or stalled: later frames for this link are
-		// dropped; closing it lets the reader notice.
-		w.dead = true
-		w.nc.Close()
-		c.s.log.debug("write to %s (%s) failed: %v", c.peer, w.nc.RemoteAddr(), err)
+	if _, err := w.buf.Write(b); err != nil {
+		w.fail(c, err)
+		return
 	}
+	if w.pending {
+		return
+	}
+	w.pending = true
+	if w.timer == nil {
+		w.timer = time.AfterFunc(flushLatency, func() { w.flush(c) })
+		return
+	}
+	w.timer.Reset(flushLatency)
+}
+
+// flush writes what the buffer holds, on the flusher's timer.
+func (w *linkWriter) flush(c *conn) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dead || w.pending == false {
+		return
+	}
+	w.pending = false
+	if err := w.buf.Flush(); err != nil {
+		w.fail(c, err)
+	}
+}
+
+// drain writes what the buffer holds before the connection closes, giving
+// the socket a moment at most. The framework's Terminate closes the socket
+// without a flush, but its node stops its processes before its network, a
+// gap in which the flusher's timer has long fired; a stand-in node that
+// closes at once would lose the last frames (the downs of a StopForce)
+// that the framework delivers.
+func (w *linkWriter) drain() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dead || w.pending == false {
+		return
+	}
+	w.pending = false
+	w.deadline.timeout = drainTimeout
+	w.buf.Flush()
+}
+
+// drainTimeout bounds drain's write to a socket that does not take it.
+const drainTimeout = 100 * time.Millisecond
+
+// fail ends the writer: the socket is broken or stalled, later frames for
+// this link are dropped, and closing it lets the reader notice. Must hold
+// w.mu.
+func (w *linkWriter) fail(c *conn, err error) {
+	w.dead = true
+	w.nc.Close()
+	c.s.log.debug("write to %s (%s) failed: %v", c.peer, w.nc.RemoteAddr(), err)
 }
 
 // life reports the connection once its predecessor is gone, and reports the
