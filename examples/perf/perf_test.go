@@ -64,7 +64,7 @@ func TestQuickRun(t *testing.T) {
 		"| load | leader changes | term increments (sum over nodes) |",
 		"| figure | coalesced | DisableCoalescing=true | coalesced / uncoalesced |",
 		"| node | idle CPU, % of one core | resident set | live heap |", // section 6c, node processes
-		"## 1b. Fast failover on and off", // a placeholder until the leader test fills it
+		"## 1b. Fast failover on and off",                               // a placeholder until the leader test fills it
 		"## 8. Simulator throughput",
 	} {
 		if strings.Contains(r.markdown, want) == false {
