@@ -116,7 +116,8 @@
 //     failure for tests. Messages are not fragmented (one frame up to
 //     MaxMessageSize). A write to a connection whose socket buffer is
 //     full blocks the sender, as in the framework (whose flusher writes in
-//     the sender's goroutine with no deadline), but for at most 10 s,
+//     the sender's goroutine, with no deadline, once its buffer is full),
+//     but for at most 10 s,
 //     after which the stand-in closes that link; a peer whose packets are
 //     dropped blocks every process of the node that writes to it until
 //     then. The library resets such a connection itself well before (its
@@ -149,9 +150,13 @@
 //     and queues it, and one handler goroutine, so frames of one link are
 //     handled in the order read; the framework spreads them over four
 //     recvQueues by the sender's order key, which keeps the order per
-//     sender as well. Frames are written one system call each, with no
-//     flusher batching them: per message the stand-in costs more CPU, so
-//     its load figures are pessimistic.
+//     sender as well. Frames are written as the framework's flusher writes
+//     them: into a 64 KiB buffer per link, flushed 500 ns after the first
+//     frame that found it empty, so a burst costs one system call. Unlike
+//     the framework, a connection that closes first writes what its
+//     buffers hold (at most 100 ms): the framework's node stops its
+//     processes before its network, a gap in which its flusher has long
+//     written them.
 //   - Meta processes, remote spawn, tracing export and the system
 //     application are not implemented (gen.ErrUnsupported or no-ops).
 package node // import "ergo.services/ergo/node"
