@@ -185,7 +185,7 @@
 //
 // # Where the code is
 //
-// The files a reader opens first:
+// The files a reader opens first (doc.go is this text):
 //
 //	actor.go       the embeddable Actor and its mailbox loop; api.go, callbacks.go: its methods and defaults
 //	options.go     Options, defaults, validation; timing.go: every duration derived from them
@@ -197,7 +197,8 @@
 //	types.go       wire types, NetworkTypes, ErrorTypes
 //
 // What the elections of a node share (coalescing.md): hub.go, hubwire.go,
-// routes.go, coalesce.go, parking.go (the liveness hub), pings.go (the
+// routes.go, coalesce.go, parking.go (the liveness hub), actor_hub.go (an
+// actor's side of it), pings.go (the
 // hubs' node-level pings that renew the acting lease), watcher.go,
 // shared_watcher.go, leader_spare.go (watching other nodes' processes),
 // admission.go, wave.go (node-wide pacing of campaigns and failovers),
