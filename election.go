@@ -109,7 +109,6 @@ type protocolSwitches struct {
 	noFastFailover   bool // a leader's down waits for the normal election timeout
 	noPledge         bool // fast pre-votes ask for no votes with their grants (pledge.go)
 	noKeptSeats      bool // a member that stops gracefully gives its seat up at once (seats.go)
-	doubleVote       bool // BROKEN ON PURPOSE: grant every vote request (simulator self-test)
 	campaignTurns    int  // campaigns in flight per node, 0 for campaignsInFlight (admission.go)
 }
 
@@ -665,9 +664,6 @@ func (e *election) handleVote(m *member, req msgVote) {
 	granted := why == "" && free && e.role != roleLeader && req.ViewSize+req.Seats >= e.cfg.minClusterSize
 	if why != "" {
 		e.drop(why)
-	}
-	if e.switches.doubleVote {
-		granted = true
 	}
 	if granted {
 		e.votedFor = m.pid

@@ -231,6 +231,7 @@ func (f *simFleet) fault(kind int) {
 // after every event and every election's liveness after the last heal.
 // LEADER_SIM_SEED replays one seed; LEADER_SIM_SEEDS sets how many run.
 func TestSimulationManyClusters(t *testing.T) {
+	t.Parallel()
 	randomSeeds(t, 200, func(seed uint64, trace bool) scenarioResult {
 		return runFleetScenario(t, seed, protocolSwitches{}, trace, scenarioMany)
 	})
@@ -372,6 +373,7 @@ func changed(before, after []string) int {
 // followed by all again within a few election timeouts, the others keep
 // theirs, and the node's restart under its name brings it back into all.
 func TestSimulationManyClustersLeaderNodeCrash(t *testing.T) {
+	t.Parallel()
 	var worst time.Duration
 	moved := 0
 	eachSettledFleet(t, 30, 6, 4, func(seed uint64, s *simulator, f *simFleet) {
@@ -411,6 +413,7 @@ func TestSimulationManyClustersLeaderNodeCrash(t *testing.T) {
 // election has a leader followed by all again within a few election
 // timeouts, and a new hub takes the node's elections over.
 func TestSimulationManyClustersHubKilled(t *testing.T) {
+	t.Parallel()
 	var worst time.Duration
 	moved := 0
 	eachSettledFleet(t, 30, 3, 6, func(seed uint64, s *simulator, f *simFleet) {
@@ -466,9 +469,10 @@ func TestSimulationManyClustersHubKilled(t *testing.T) {
 // random fleets' violations are caught and name their election, among
 // them one that is not the first.
 func TestSimulationManyClustersCatchesDoubleVoting(t *testing.T) {
+	t.Parallel()
 	caught := 0
 	for seed := uint64(1); seed <= 200; seed++ {
-		result := runFleetScenario(t, seed, protocolSwitches{doubleVote: true}, false, scenarioMany)
+		result := runForgedScenario(t, seed, protocolSwitches{}, false, scenarioMany, true)
 		if len(result.sim.failures) == 0 {
 			continue
 		}

@@ -122,8 +122,11 @@ type simulator struct {
 	replay   string                                  // the test that replays a seed
 	setting  string                                  // the environment it replays under, beyond the seed
 	observe  func(from gen.PID, to any, message any) // sees every send, when set
-	logs     bool
-	warnings []string // every warning and error logged, for tests to assert on
+	// a broken voter on the wire: every vote reply says granted, whatever
+	// its sender decided (the invariants' self-test)
+	forgeGrants bool
+	logs        bool
+	warnings    []string // every warning and error logged, for tests to assert on
 }
 
 type simNode struct {
@@ -374,6 +377,10 @@ func (s *simulator) send(from gen.PID, to any, message any) error {
 	}
 	if s.observe != nil {
 		s.observe(from, to, message)
+	}
+	if reply, ok := message.(msgVoteReply); ok && s.forgeGrants && reply.Granted == false {
+		reply.Granted = true
+		message = reply
 	}
 	desc := ""
 	if s.tracing {

@@ -15,6 +15,7 @@ import (
 // other each elect a leader (the spec's cold-start case: two clusters), and
 // once discovery lists everyone they converge into one.
 func TestSimulationColdStartDivergedViews(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 100; seed++ {
 		s := newSimTest(t, seed, lanNetwork())
 		c := newSimCluster(s, simOptions(), protocolSwitches{})
@@ -52,6 +53,7 @@ func TestSimulationColdStartDivergedViews(t *testing.T) {
 // GhostTTL drops, and discovery's Leave drops them sooner. The cluster ends
 // with one leader over a view of exactly the five live pods.
 func TestSimulationRollingDeploys(t *testing.T) {
+	t.Parallel()
 	for _, useLeave := range []bool{false, true} {
 		for seed := uint64(1); seed <= 50; seed++ {
 			s := newSimTest(t, seed, lanNetwork())
@@ -103,6 +105,7 @@ func TestSimulationRollingDeploys(t *testing.T) {
 // than the election timeout (a GC pause); the others elect a new leader,
 // and the stalled one steps down as soon as it runs again.
 func TestSimulationLeaderStall(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 100; seed++ {
 		s := newSimTest(t, seed, lanNetwork())
 		c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
@@ -137,11 +140,13 @@ func TestSimulationLeaderStall(t *testing.T) {
 }
 
 // TestSimulationCatchesDoubleVoting proves the harness can fail: with a
-// deliberately broken voter that grants every request, the invariants
-// catch a violation within the CI seed budget.
+// deliberately broken voter that grants every request (every vote reply
+// forged to a grant on the wire), the invariants catch a violation within
+// the CI seed budget.
 func TestSimulationCatchesDoubleVoting(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 2000; seed++ {
-		result := runRandomScenario(t, seed, protocolSwitches{doubleVote: true}, false)
+		result := runForgedScenario(t, seed, protocolSwitches{}, false, scenarioOne, true)
 		if len(result.sim.failures) > 0 {
 			t.Logf("caught at seed %d: %s", seed, result.sim.failures[0])
 			return
@@ -159,6 +164,7 @@ func TestSimulationCatchesDoubleVoting(t *testing.T) {
 // leader; the follower introduces itself and follows again, without any
 // help from discovery.
 func TestSimulationGhostedNodeRejoinsWithoutDiscovery(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 50; seed++ {
 		s := newSimTest(t, seed, lanNetwork())
 		c, names := startSimCluster(s, 5, simOptions(), protocolSwitches{})
@@ -194,6 +200,7 @@ func TestSimulationGhostedNodeRejoinsWithoutDiscovery(t *testing.T) {
 // any more (Actor.noticeLeaderConnectionGone) and grants: the new leader is
 // elected within the fast-failover steps, not after an election timeout.
 func TestSimulationVoterSeesTheLeadersConnectionGoneBeforeItsDown(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 50; seed++ {
 		s := newSimTest(t, seed, lanNetwork())
 		c, _ := startSimCluster(s, 3, simOptions(), protocolSwitches{})
@@ -230,6 +237,7 @@ func TestSimulationVoterSeesTheLeadersConnectionGoneBeforeItsDown(t *testing.T) 
 // peer from answers waiting to be read (connectionBoard.markStarved). The
 // nodes that kept time are not marked.
 func TestSimulationAStalledActorMarksItsNodeStarved(t *testing.T) {
+	t.Parallel()
 	for _, seed := range scenarioSeeds(t, 5) {
 		s := newSimTest(t, seed, lanNetwork())
 		options := simOptions()
@@ -277,6 +285,7 @@ func TestSimulationAStalledActorMarksItsNodeStarved(t *testing.T) {
 // know each other within a few chore intervals. When one of the two leads,
 // its heartbeats go unanswered and its own chores do the same.
 func TestSimulationFollowersWithACrossedConnectionMeet(t *testing.T) {
+	t.Parallel()
 	outsideLed := 0
 	for seed := uint64(1); seed <= 30; seed++ {
 		s := newSimTest(t, seed, lanNetwork())

@@ -81,6 +81,7 @@ func startSimFleet(s *simulator, n int, elections []Options, switches protocolSw
 
 // TestSimulationColdStart: five nodes elect one leader that all follow.
 func TestSimulationColdStart(t *testing.T) {
+	t.Parallel()
 	s := newSimTest(t, 1, lanNetwork())
 	c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
 	took, ok := c.runUntilConverged(10 * time.Second)
@@ -96,6 +97,7 @@ func TestSimulationColdStart(t *testing.T) {
 // nobody and, with pre-vote, does not even raise its term; on heal nothing
 // changes. Then the leader ends up on the minority side and steps down.
 func TestSimulationPartitionWalkthrough(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 50; seed++ {
 		s := newSimTest(t, seed, lanNetwork())
 		options := simOptions()
@@ -168,6 +170,13 @@ func TestSimulationPartitionWalkthrough(t *testing.T) {
 	}
 }
 
+// Every simulator test (TestSimulation*, TestNemesis*) calls t.Parallel:
+// it runs under virtual time, so it can share the cores with another one,
+// and go test starts parallel tests only after every other test of the
+// package has finished, so the cluster and lab tests, which measure real
+// time, never share the machine with them. The memory tests stay
+// sequential: they read the heap.
+
 // seedCount reads how many random seeds to run; CI runs the default.
 func seedCount(t *testing.T, fallback int) int {
 	if v := os.Getenv("LEADER_SIM_SEEDS"); v != "" {
@@ -192,6 +201,7 @@ func seedCount(t *testing.T, fallback int) int {
 // invariant after every event, then liveness after the last fault heals.
 // LEADER_SIM_SEED replays one seed; LEADER_SIM_SEEDS sets how many run.
 func TestSimulationRandomSeeds(t *testing.T) {
+	t.Parallel()
 	randomSeeds(t, 2000, func(seed uint64, trace bool) scenarioResult {
 		return runRandomScenario(t, seed, protocolSwitches{}, trace)
 	})
@@ -261,6 +271,7 @@ func runSeeds(n int, run func(seed uint64, trace bool) scenarioResult) (*scenari
 // view and only connectivity faults, no side without a majority of the
 // full view ever elects a leader.
 func TestSimulationConnectivityPartitions(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 500)); seed++ {
 		result := runScenario(t, seed, protocolSwitches{}, false, true)
 		if len(result.sim.failures) > 0 {
@@ -350,7 +361,15 @@ func randomNetwork(r *rand.Rand) simNetwork {
 }
 
 func runFleetScenario(t testing.TB, seed uint64, switches protocolSwitches, trace bool, mode scenarioMode) scenarioResult {
+	return runForgedScenario(t, seed, switches, trace, mode, false)
+}
+
+// runForgedScenario is runFleetScenario; with forgeGrants every vote reply
+// says granted on the wire (simulator.forgeGrants), a broken voter that the
+// invariants must catch.
+func runForgedScenario(t testing.TB, seed uint64, switches protocolSwitches, trace bool, mode scenarioMode, forgeGrants bool) scenarioResult {
 	s := newSimTest(t, seed, simNetwork{})
+	s.forgeGrants = forgeGrants
 	s.tracing = s.tracing || trace
 	r := s.rng
 	s.net = randomNetwork(r)
