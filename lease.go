@@ -573,11 +573,23 @@ func (e *election) leaseWhere(counts func(*member) bool, since time.Time) time.T
 			ends = append(ends, end)
 		}
 	}
-	if len(ends) < need {
-		return time.Time{}
+	end, _ := latestReachedBy(ends, need)
+	return end
+}
+
+// latestReachedBy returns the latest instant that at least need of times
+// reach (the need-th latest of them): the end of what a quorum's evidence
+// proves, each piece of evidence proving until its own time. ok is false
+// when there are fewer than need, or need is not positive. It sorts times
+// in place. The election's acting lease (leaseWhere) and the hub's view of
+// it (slot.hubLease) both end here, so that they cannot disagree on how a
+// quorum is counted.
+func latestReachedBy(times []time.Time, need int) (time.Time, bool) {
+	if need <= 0 || len(times) < need {
+		return time.Time{}, false
 	}
-	slices.SortFunc(ends, func(a, b time.Time) int { return b.Compare(a) })
-	return ends[need-1]
+	slices.SortFunc(times, func(a, b time.Time) int { return b.Compare(a) })
+	return times[need-1], true
 }
 
 // actingFor is how long evidence with F fresh lets a leader act: F less the

@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -192,4 +193,30 @@ func TestTheFloorSettlesAtTheEndOfTheQuietPeriod(t *testing.T) {
 	h.recv("c", msgHelloReply{ClusterID: "c", Term: 4})
 	assert.True(t, h.e.floorKnown, "b stopped gracefully and keeps its seat: its term counts")
 	assert.Equal(t, uint64(4), h.e.floorTerm)
+}
+
+// TestALeaseEndsWhereAQuorumsEvidenceReaches: the acting lease and the
+// hub's view of it both end at the need-th latest piece of evidence.
+func TestALeaseEndsWhereAQuorumsEvidenceReaches(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	cases := []struct {
+		times []time.Time
+		need  int
+		want  time.Time
+		ok    bool
+	}{
+		{[]time.Time{at(3), at(1), at(2)}, 1, at(3), true},
+		{[]time.Time{at(3), at(1), at(2)}, 2, at(2), true},
+		{[]time.Time{at(3), at(1), at(2)}, 3, at(1), true},
+		{[]time.Time{at(3), at(1), at(2)}, 4, time.Time{}, false},
+		{[]time.Time{at(3)}, 0, time.Time{}, false},
+		{nil, 1, time.Time{}, false},
+	}
+	for _, c := range cases {
+		got, ok := latestReachedBy(slices.Clone(c.times), c.need)
+		if ok != c.ok || got.Equal(c.want) == false {
+			t.Errorf("latestReachedBy(%v, %d) = %v, %v; want %v, %v", c.times, c.need, got, ok, c.want, c.ok)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package leader
 
 import (
 	"math"
-	"sort"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -174,33 +173,21 @@ func (s *slot) dueParked(now time.Time, horizon time.Duration, wakes []parkedWak
 //
 // Each link keeps the send time of the round it acknowledged (ackSent, set
 // when the ack came), so this runs every tick for every leader without
-// looking rounds up.
+// looking rounds up; the quorum is counted as the election counts it
+// (latestReachedBy).
 func (s *slot) hubLease(lease time.Duration, need int) time.Time {
-	if need <= 0 || len(s.links) < need {
-		return time.Time{}
-	}
-	// the need newest send times, newest first (no allocation for the
-	// usual views)
 	var buffer [8]time.Time
-	newest := buffer[:0]
+	sent := buffer[:0]
 	for _, l := range s.links {
-		if l.ack == 0 || l.ackSent.IsZero() {
-			continue
+		if l.ack != 0 && l.ackSent.IsZero() == false {
+			sent = append(sent, l.ackSent)
 		}
-		at := sort.Search(len(newest), func(k int) bool { return newest[k].Before(l.ackSent) })
-		if at >= need {
-			continue
-		}
-		if len(newest) < need {
-			newest = append(newest, time.Time{})
-		}
-		copy(newest[at+1:], newest[at:len(newest)-1])
-		newest[at] = l.ackSent
 	}
-	if len(newest) < need {
+	at, ok := latestReachedBy(sent, need)
+	if ok == false {
 		return time.Time{}
 	}
-	return newest[need-1].Add(lease)
+	return at.Add(lease)
 }
 
 // stampOf returns when the hub sent round n of leadTerm, zero if it is no
