@@ -119,6 +119,7 @@ func TestSharedWatcherHandsALeaderItsSpareLossLate(t *testing.T) {
 // reachable and it leads on. While a loss is spared, Peers and HasPeer
 // already leave the member out.
 func TestSimulationALeaderStandsDownOnTheLossThatBreaksItsQuorum(t *testing.T) {
+	t.Parallel()
 	spared := 0
 	for _, seed := range scenarioSeeds(t, 20) {
 		k := 4 + int(seed%3)

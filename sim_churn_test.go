@@ -74,6 +74,7 @@ func runChurn(t *testing.T, seed uint64, rounds int) []churnRound {
 // Breaks when a new member's arrival costs the leader its lease, or the
 // survivors fall back to an election timeout.
 func TestSimulationFailoverUnderMembershipChurn(t *testing.T) {
+	t.Parallel()
 	var crashes, stops []time.Duration
 	for _, seed := range scenarioSeeds(t, 2) {
 		for _, r := range runChurn(t, seed, 25) {

@@ -34,6 +34,7 @@ import (
 // it). After that time the late survivor's own pre-vote, a step or two
 // later by its rank, is the way, and five steps are allowed.
 func TestSimulationManyClustersOneSurvivorHearsTheCrashLate(t *testing.T) {
+	t.Parallel()
 	var worst, beyond time.Duration
 	reasked := uint64(0)
 	for _, seed := range scenarioSeeds(t, 40) {
@@ -127,6 +128,7 @@ func TestSimulationManyClustersOneSurvivorHearsTheCrashLate(t *testing.T) {
 // and start no fast failover. Seed 1 fails without the rule
 // (TestTheEndOfAReplacedConnectionIsNoLossOfTheLeader on the state alone).
 func TestSimulationTheEndOfAReplacedConnectionStartsNoFailover(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 100)); seed++ {
 		s, c, _ := settledCluster(t, seed, protocolSwitches{})
 		leader := c.leaders()[0]

@@ -112,6 +112,7 @@ func (c *simCluster) droppedCounts() map[*simActor]map[string]uint64 {
 // real downs, and downs for a member's previous incarnation. None may
 // shrink a view or move the leader, and each is counted under its reason.
 func TestNemesisForgedDowns(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 100)); seed++ {
 		s := newSimTest(t, seed, lanNetwork())
 		c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
@@ -284,6 +285,7 @@ func termMessages(from *simActor, term uint64) []any {
 // peer at term 5 or more is dropped everywhere, and the cluster still
 // elects a new leader at a small term when its leader crashes.
 func TestNemesisTermBound(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 100)); seed++ {
 		s := newSimTest(t, seed, lanNetwork())
 		c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
@@ -386,6 +388,7 @@ type standDown struct {
 // leadership it won, gets HandleBecomeFollower with no leader, and its
 // process kind goes from candidate to follower.
 func TestNemesisCandidateStandsDown(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 100)); seed++ {
 		s := newSimTest(t, seed, lanNetwork())
 		c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
@@ -467,6 +470,7 @@ func TestNemesisCandidateStandsDown(t *testing.T) {
 // follower: role, recognised leader, process kind and HandleBecomeFollower
 // with the winner's PID, all at that term.
 func TestNemesisCandidateHearsItsTermsLeader(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 100)); seed++ {
 		s := newSimTest(t, seed, lanNetwork())
 		c, names := startSimCluster(s, 5, simOptions(), protocolSwitches{})
@@ -522,6 +526,7 @@ func TestNemesisCandidateHearsItsTermsLeader(t *testing.T) {
 // adds names (no Leave) leaves each replaced name in the views as a ghost
 // until GhostTTL, and not a moment longer than the sweep takes.
 func TestNemesisRollingDeployGhosts(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 50)); seed++ {
 		s := newSimTest(t, seed, lanNetwork())
 		c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})

@@ -137,6 +137,7 @@ var stallModes = []string{"leader", "leader-isolated", "leader-cut-from-some", "
 // term; after a stall longer than the lease the first tick sees a follower
 // that was told so; a voter's stall changes nothing.
 func TestNemesisLeaderStall(t *testing.T) {
+	t.Parallel()
 	for mode := range stallModes {
 		t.Run(stallModes[mode], func(t *testing.T) {
 			for seed := uint64(1); seed <= uint64(seedCount(t, 100)); seed++ {
@@ -294,6 +295,7 @@ func (c *simCluster) resume(b *simActor) {
 // term. The restarted voter must grant nothing in its quiet period, and
 // the candidate and the rival never both lead the term.
 func TestNemesisVoterRestartMidElection(t *testing.T) {
+	t.Parallel()
 	seeds := uint64(seedCount(t, 400))
 	reached, sameTerm := 0, 0
 	for seed := uint64(1); seed <= seeds; seed++ {
@@ -528,6 +530,7 @@ func leaveScenario(t testing.TB, seed uint64, mode leaveMode, trace bool) (*simu
 // TestNemesisLeaveWhileGrantsHeld runs the audit's scenario in each mode
 // over many seeds and counts the runs that violate an invariant: none may.
 func TestNemesisLeaveWhileGrantsHeld(t *testing.T) {
+	t.Parallel()
 	seeds := uint64(seedCount(t, 200))
 	for mode := leaveMode(0); mode < numLeaveModes; mode++ {
 		violations, reached, rivals := 0, 0, 0

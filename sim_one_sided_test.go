@@ -69,6 +69,7 @@ func cutLeaderOneSided(t *testing.T, seed uint64, options Options, network simNe
 // outlives the promise of F (timing.go), or a survivor ends its promise at
 // the down.
 func TestSimulationALeaderThatNoticesItsCutLateNeverOverlaps(t *testing.T) {
+	t.Parallel()
 	networks := map[string]simNetwork{"lan": lanNetwork(), "fast": {minDelay: 50 * time.Microsecond, maxDelay: 300 * time.Microsecond}}
 	for _, netName := range []string{"lan", "fast"} {
 		for _, lag := range oneSidedLags {
@@ -96,6 +97,7 @@ func TestSimulationALeaderThatNoticesItsCutLateNeverOverlaps(t *testing.T) {
 // by default: with it, a leader that never notices its cut goes on acting
 // next to its successor, and the checker must see it.
 func TestSimulationSymmetricLossOptInOverlapsWhenTheLeaderNeverNotices(t *testing.T) {
+	t.Parallel()
 	options := simOptions()
 	options.AssumeSymmetricConnectionLoss = true
 	overlapped := 0

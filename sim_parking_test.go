@@ -31,6 +31,7 @@ func (c *simCluster) wakeups() map[gen.Atom]uint64 {
 // along. One election with DisableCoalescing on the same nodes is the
 // control: it wakes at every heartbeat interval.
 func TestSimulationIdleElectionsDoNotWake(t *testing.T) {
+	t.Parallel()
 	for _, seed := range scenarioSeeds(t, 5) {
 		s := newSimTest(t, seed, lanNetwork())
 		s.replay = t.Name()
@@ -82,6 +83,7 @@ func TestSimulationIdleElectionsDoNotWake(t *testing.T) {
 // leads (the checkers), and the other two elect a leader within the bound;
 // a follower whose leader goes silent campaigns, as without parking.
 func TestSimulationParkedTimersStillFire(t *testing.T) {
+	t.Parallel()
 	for _, seed := range scenarioSeeds(t, 10) {
 		s, f, names, victim, led := parkedFleet(t, seed, 3)
 		if len(led) == 0 {
@@ -148,6 +150,7 @@ func ledApartFrom(c *simCluster, node gen.Atom) bool {
 // from when the timer was first armed: that fired every one of them at
 // once too (a third of each survivor's actors with 1,000 elections).
 func TestSimulationALostLeaderWakesNoStaleTimer(t *testing.T) {
+	t.Parallel()
 	for _, seed := range scenarioSeeds(t, 5) {
 		s, f, _, victim, led := parkedFleet(t, seed, 4)
 		wakes := func(b *simActor) uint64 { return b.state.timerWakeups + b.state.dropped["stale_timer"] }

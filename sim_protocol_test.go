@@ -56,6 +56,7 @@ func rejoinDisrupts(t *testing.T, seed uint64, switches protocolSwitches) bool {
 }
 
 func TestSimulationPreVotePreventsDisruptiveRejoin(t *testing.T) {
+	t.Parallel()
 	seeds := uint64(seedCount(t, 1000))
 	for seed := uint64(1); seed <= seeds; seed++ {
 		if rejoinDisrupts(t, seed, protocolSwitches{}) {
@@ -100,6 +101,7 @@ func asymmetricLeader(t *testing.T, seed uint64, switches protocolSwitches) (ste
 }
 
 func TestSimulationResponseQuorumUnseatsAHalfOpenLeader(t *testing.T) {
+	t.Parallel()
 	cfg := simOptions()
 	bound := time.Duration(cfg.ElectionTimeoutMin+cfg.HeartbeatInterval)*time.Millisecond + lanNetwork().maxDelay
 	for seed := uint64(1); seed <= 200; seed++ {
@@ -143,6 +145,7 @@ func handoverGap(t *testing.T, seed uint64, switches protocolSwitches, viaStop b
 }
 
 func TestSimulationGracefulHandover(t *testing.T) {
+	t.Parallel()
 	cfg := simOptions()
 	bound := time.Duration(cfg.HeartbeatInterval+10) * time.Millisecond
 	var with, without []time.Duration
@@ -168,6 +171,7 @@ func TestSimulationGracefulHandover(t *testing.T) {
 // TimeoutNow in flight is lost with them, or overtaken by the old leader's
 // down (seed 1 fails so).
 func TestSimulationANodeStopHandsOverEveryTime(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 200)); seed++ {
 		s, c, _ := settledCluster(t, seed, protocolSwitches{})
 		old := c.leaders()[0]
@@ -210,6 +214,7 @@ func crashFailover(t *testing.T, seed uint64, switches protocolSwitches) (time.D
 }
 
 func TestSimulationFastFailoverAfterObservedDown(t *testing.T) {
+	t.Parallel()
 	seeds := seedCount(t, 1000)
 	var fast []time.Duration
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
@@ -237,6 +242,7 @@ func TestSimulationFastFailoverAfterObservedDown(t *testing.T) {
 // leader flaps, repeatedly. Its early pre-votes are refused by the others,
 // who still hear the leader: no leader change, no term change.
 func TestSimulationSpuriousLeaderDown(t *testing.T) {
+	t.Parallel()
 	for seed := uint64(1); seed <= 200; seed++ {
 		s, c, names := settledCluster(t, seed, protocolSwitches{})
 		leader := c.leaders()[0]
@@ -269,6 +275,7 @@ func TestSimulationSpuriousLeaderDown(t *testing.T) {
 // shorter than with pledges switched off, and the new leaders counted
 // pledged votes. Safety is the checker's, on every event of both runs.
 func TestSimulationPledgedVotesShortenFastFailover(t *testing.T) {
+	t.Parallel()
 	seeds := seedCount(t, 200)
 	gap := func(seed uint64, switches protocolSwitches) (time.Duration, bool) {
 		took, leader := crashFailover(t, seed, switches)

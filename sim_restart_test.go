@@ -14,6 +14,7 @@ import (
 // unclustered, or refused each other's pre-votes as "below the floor",
 // in most seeds).
 func TestSimulationALeaderStoppedRightAfterARestartIsSucceeded(t *testing.T) {
+	t.Parallel()
 	for _, seed := range scenarioSeeds(t, 20) {
 		s := newSimTest(t, seed, lanNetwork())
 		c, names := startSimCluster(s, 3, Options{ClusterID: "sim"}, protocolSwitches{})

@@ -16,6 +16,7 @@ import (
 // of a node, before it has seen waveThreshold others, are not in a wave
 // yet and may still pre-vote twice.
 func TestSimulationAWaveOfFailoversPreVotesOnce(t *testing.T) {
+	t.Parallel()
 	for _, seed := range scenarioSeeds(t, 4) {
 		s := newSimTest(t, seed, simNetwork{minDelay: 6 * time.Millisecond, maxDelay: 9 * time.Millisecond})
 		s.replay = t.Name()
