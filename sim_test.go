@@ -190,9 +190,11 @@ func seedCount(t *testing.T, fallback int) int {
 		return fallback / 10
 	}
 	if raceDetector {
-		// about ten times slower: CI runs half the seeds, with the same
-		// checks; LEADER_SIM_SEEDS sets any count
-		return max(fallback/2, 1)
+		// about ten times slower: an eighth of the seeds, with the same
+		// checks, looking for data races; ./test.sh then runs every
+		// simulator test again without the race detector at the full
+		// count. LEADER_SIM_SEEDS sets any count.
+		return max(fallback/8, 1)
 	}
 	return fallback
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: vet and race-enabled tests of every module in the
-# workspace (the library, the framework stand-in, the examples). Arguments,
-# if any, replace that list of packages: ./test.sh ./ergo-standin/...
+# workspace (the library, the framework stand-in, the examples), then the
+# library's simulator tests again without the race detector, at their full
+# seed counts. Arguments, if any, replace that list of packages and skip the
+# second pass: ./test.sh ./ergo-standin/...
 #
 # go test prints a package's result only once every package before it in
 # the list has finished, so the root package (about 3 minutes) would hold
@@ -154,3 +156,10 @@ echo "go vet ${modules[*]}"
 go vet "${modules[@]}"
 echo "go test -race ${modules[*]}"
 go test -race -count=1 -timeout 30m -json "${modules[@]}" 2>&1 | "$tmp/testfmt"
+if [ $# -eq 0 ]; then
+	# Under the race detector the simulator runs an eighth of its seeds
+	# (seedCount): it looks for data races there. The full count runs here,
+	# without it, about ten times faster.
+	echo "go test -run '^(TestSimulation|TestNemesis)' . (every seed, no race detector)"
+	go test -count=1 -timeout 30m -json -run '^(TestSimulation|TestNemesis)' . 2>&1 | "$tmp/testfmt"
+fi
