@@ -277,6 +277,8 @@ func (n simGenNode) Network() gen.Network { return simGenNetwork{self: n.name, s
 // IsAlive reports whether the node runs: a crashed node does not, nor one
 // whose name a later start took over.
 func (n simGenNode) IsAlive() bool {
+	n.sim.nodesMu.RLock()
+	defer n.sim.nodesMu.RUnlock()
 	node := n.sim.nodes[n.name]
 	return node != nil && node.alive
 }

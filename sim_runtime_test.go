@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -108,7 +109,13 @@ type simulator struct {
 	// RemoteNodeInfo.MessagesIn of the receiving end
 	arrived map[simArrivalKey]uint64
 
-	nodes     map[gen.Atom]*simNode
+	nodes map[gen.Atom]*simNode
+	// nodesMu guards nodes and their alive flags against readers outside
+	// the simulation's goroutine: the package's connection board sweeps
+	// every node of the OS process it knows (simGenNode.IsAlive), those of
+	// a simulation running beside this one included. The simulation itself
+	// writes under it and reads without it.
+	nodesMu   sync.RWMutex
 	monitors  map[gen.PID]map[gen.PID]bool  // target -> watchers
 	nodeMons  map[gen.PID]map[gen.Atom]bool // watcher -> the nodes whose connection it monitors
 	creations int64
@@ -247,7 +254,9 @@ func (s *simulator) report() string {
 func (s *simulator) addNode(name gen.Atom) *simNode {
 	s.creations++
 	n := &simNode{name: name, creation: s.creations, alive: true, procs: make(map[uint64]*simProcess), names: make(map[gen.Atom]*simProcess), nextID: 1000}
+	s.nodesMu.Lock()
 	s.nodes[name] = n
+	s.nodesMu.Unlock()
 	return n
 }
 
@@ -548,7 +557,9 @@ func (s *simulator) crash(name gen.Atom) {
 			s.disconnect(name, other)
 		}
 	}
+	s.nodesMu.Lock()
 	n.alive = false
+	s.nodesMu.Unlock()
 	n.procs = map[uint64]*simProcess{}
 	n.names = map[gen.Atom]*simProcess{}
 	// the killed OS process takes what the package kept for its node
