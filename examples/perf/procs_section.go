@@ -195,6 +195,7 @@ func procsReport(p *plan, runs []procsRun) (string, []summaryRow) {
 		fmt.Fprintf(&b, "### %s elections\n\n", thousands(r.clusters))
 		if r.err != nil && len(r.costs[1]) == 0 {
 			fmt.Fprintf(&b, "Not measured: %v.\n\n", r.err)
+			rows = append(rows, summaryRow{procsKey(r.clusters, "all led after a cold start"), "<= 30 s", "not led: " + r.err.Error(), "missed"})
 			continue
 		}
 		fmt.Fprintf(&b, "All led %.2f s after the start; %d leader changes in the idle window.\n\n", r.allLed.Seconds(), r.changes)
@@ -248,6 +249,11 @@ func procsRows(r procsRun) []summaryRow {
 			summaryRow{key("node crash, split votes and others disturbed"), "0 and 0", fmt.Sprintf("%d and %d", k.splits, k.disturbed), verdict(k.splits == 0 && k.disturbed == 0)})
 	}
 	return rows
+}
+
+// procsKey is the summary row key of one figure of one size.
+func procsKey(clusters int, what string) string {
+	return fmt.Sprintf("6c %s elections, node processes: %s", thousands(clusters), what)
 }
 
 // thousands writes n with thousands separators.
