@@ -107,6 +107,12 @@ type hub struct {
 	// next one's buffer starts that large
 	batchSize map[gen.Atom]int
 	malformed uint64 // messages from other hubs whose records did not all parse
+	// how the hub keeps up (hubInspect): ticks that came more than one
+	// interval after they were due, the latest any came, and the longest
+	// one tick's own work took
+	lateTicks   uint64
+	lateMax     time.Duration
+	tickLongest time.Duration
 
 	// pings (pings.go)
 	board     *pingBoard
@@ -305,8 +311,10 @@ func (h *hub) armTick() {
 // the followers there must acknowledge a round again before the pings
 // count for them.
 func (h *hub) tick() {
-	h.armTick() // first: a retick must know when the next tick comes
 	now := h.clock()
+	h.noteLateness(now.Sub(h.nextTick))
+	h.armTick() // first: a retick must know when the next tick comes
+	defer func() { h.tickLongest = max(h.tickLongest, h.clock().Sub(now)) }()
 	full := h.resync || now.Before(h.nextFull) == false
 	if full {
 		// half a tick early: ticks come a little late, and a full tick
@@ -315,6 +323,17 @@ func (h *hub) tick() {
 	}
 	h.openRounds(h.order, true, full)
 	h.forgetGonePeers()
+}
+
+// noteLateness records how late a tick came. A tick later than an interval
+// means that the hub's process waited for the CPU (or was stalled): every
+// election's rounds and acknowledgements on this node came that much late,
+// which is how leases run out on a node that is too busy.
+func (h *hub) noteLateness(late time.Duration) {
+	if late > h.interval() {
+		h.lateTicks++
+	}
+	h.lateMax = max(h.lateMax, late)
 }
 
 // beatEvery is how often every leader's round carries a record: the
@@ -778,12 +797,15 @@ func (h *hub) inspect() map[string]string {
 		}
 	}
 	return map[string]string{
-		"ergo:hub_elections": strconv.Itoa(len(h.slots)),
-		"ergo:hub_leading":   strconv.Itoa(leading),
-		"ergo:hub_delegated": strconv.Itoa(delegated),
-		"ergo:hub_peers":     joinSorted(peers),
-		"ergo:hub_interval":  h.interval().String(),
-		"ergo:hub_malformed": strconv.FormatUint(h.malformed, 10),
+		"ergo:hub_elections":    strconv.Itoa(len(h.slots)),
+		"ergo:hub_leading":      strconv.Itoa(leading),
+		"ergo:hub_delegated":    strconv.Itoa(delegated),
+		"ergo:hub_peers":        joinSorted(peers),
+		"ergo:hub_interval":     h.interval().String(),
+		"ergo:hub_malformed":    strconv.FormatUint(h.malformed, 10),
+		"ergo:hub_late_ticks":   strconv.FormatUint(h.lateTicks, 10),
+		"ergo:hub_late_max":     h.lateMax.String(),
+		"ergo:hub_tick_longest": h.tickLongest.String(),
 	}
 }
 

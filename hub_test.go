@@ -479,3 +479,27 @@ func TestHubPassesQuietFollowersByUntilTheirTimerIsNear(t *testing.T) {
 	}
 	assert.Equal(t, 1, rounds)
 }
+
+// A hub reports how it keeps up: a tick that came more than an interval
+// after it was due counts as late, and the latest one is kept, so that an
+// operator can tell a starved node from a lost network.
+func TestTheHubReportsTicksThatCameLate(t *testing.T) {
+	leader := &slot{cluster: "c", actor: pid("a"), lead: true, leadTerm: 2, interval: 5 * time.Millisecond}
+	h, _ := newTestHub(leader)
+	now := t0
+	h.clock = func() time.Time { return now }
+	h.armTick()
+	interval := h.interval()
+	require.Greater(t, interval, time.Duration(0))
+
+	now = h.nextTick.Add(interval / 2) // a little late: within an interval
+	h.tick()
+	assert.Equal(t, "0", h.inspect()["ergo:hub_late_ticks"])
+	assert.Equal(t, (interval / 2).String(), h.inspect()["ergo:hub_late_max"])
+
+	now = h.nextTick.Add(30 * interval) // the CPU went elsewhere
+	h.tick()
+	assert.Equal(t, "1", h.inspect()["ergo:hub_late_ticks"])
+	assert.Equal(t, (30 * interval).String(), h.inspect()["ergo:hub_late_max"])
+	assert.NotEmpty(t, h.inspect()["ergo:hub_tick_longest"])
+}

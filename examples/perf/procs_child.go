@@ -175,6 +175,14 @@ func describeMember(node gen.Node, g group) string {
 	for _, k := range keys {
 		parts = append(parts, strings.TrimPrefix(k, "ergo:")+"="+info[k])
 	}
+	// and how the node's liveness hub keeps up
+	if hub, err := node.ProcessPID(hubRegistered); err == nil {
+		if info, err := node.Inspect(hub, "ergo:hub_late_ticks", "ergo:hub_late_max", "ergo:hub_tick_longest"); err == nil {
+			for _, k := range []string{"ergo:hub_late_ticks", "ergo:hub_late_max", "ergo:hub_tick_longest"} {
+				parts = append(parts, strings.TrimPrefix(k, "ergo:")+"="+info[k])
+			}
+		}
+	}
 	return strings.Join(parts, " ")
 }
 
