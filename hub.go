@@ -107,7 +107,7 @@ type hub struct {
 	// next one's buffer starts that large
 	batchSize map[gen.Atom]int
 	malformed uint64 // messages from other hubs whose records did not all parse
-	// how the hub keeps up (hubInspect): ticks that came more than one
+	// how the hub keeps up (inspect): ticks that came more than one
 	// interval after they were due, the latest any came, and the longest
 	// one tick's own work took
 	lateTicks   uint64
@@ -313,7 +313,7 @@ func (h *hub) armTick() {
 func (h *hub) tick() {
 	now := h.clock()
 	h.noteLateness(now.Sub(h.nextTick))
-	h.armTick() // first: a retick must know when the next tick comes
+	h.armTick() // before the rounds: a retick must know when the next tick comes
 	defer func() { h.tickLongest = max(h.tickLongest, h.clock().Sub(now)) }()
 	full := h.resync || now.Before(h.nextFull) == false
 	if full {
