@@ -2,6 +2,7 @@ package leader
 
 import (
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -468,18 +469,20 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed, p
 		// handled here (lostAt) waits for the next probe.
 		//
 		// Soon, not at once, for a loss the framework reported (observed):
-		// the first Hello waits lazyDownPause. When a node crashes, each survivor's
-		// elections all lose a member there at once, and a Hello to a node
-		// with no connection is a dial, through each election's dialer, in
-		// the very milliseconds the elections that lost their leader fail
-		// over. A connection that is back by then is found by that Hello
+		// the first Hello waits lazyDownPause and a random part of
+		// ElectionTimeoutMax (firstProbeAfterLoss). When a node crashes,
+		// each survivor's elections all lose a member there at once, and a
+		// Hello to a node with no connection is a dial, through each
+		// election's dialer, in the very milliseconds the elections that
+		// lost their leader fail over; at the same instant for all of them,
+		// thousands of elections' Hellos were a burst of their own. A connection that is back by then is found by that Hello
 		// as well; one this node reset itself (silence.go) is dialed again
 		// at once, as it was.
 		if m.lostAt.IsZero() || e.now.Sub(m.lostAt) >= e.cfg.electionTimeoutMin {
 			m.lostAt = e.now
 			e.logf(levelInfo, "lost the connection to peer %s; it stays in the view for GhostTTL (%s) unless it comes back", pid.Node, e.cfg.ghostTTL)
 			if observed {
-				m.nextProbe = e.now.Add(lazyDownPause(e.cfg))
+				m.nextProbe = e.now.Add(firstProbeAfterLoss(e.cfg, e.rng))
 			} else {
 				m.nextProbe = time.Time{}
 				e.probe(m)
@@ -585,6 +588,14 @@ func (e *election) hasGhosts() bool {
 func (e *election) ghostProbeSpacing() time.Duration {
 	spacing := max(e.cfg.ghostTTL/8, e.cfg.electionTimeoutMax)
 	return spacing + time.Duration(e.rng.Int64N(int64(spacing)/4+1))
+}
+
+// firstProbeAfterLoss is how long after a lost connection the framework
+// reported an election first says Hello to the member again: lazyDownPause
+// and a random part of ElectionTimeoutMax, so that the elections of a
+// crashed node's survivors probe it spread out, not all at once.
+func firstProbeAfterLoss(cfg config, rng *rand.Rand) time.Duration {
+	return lazyDownPause(cfg) + time.Duration(rng.Int64N(int64(cfg.electionTimeoutMax)+1))
 }
 
 // backdateLoss moves the start of node's member's unreachability back to

@@ -16,15 +16,11 @@ import (
 // node starts it (Node().SpawnRegister, no parent link); later ones find
 // it by name. Each actor monitors it, and it monitors each actor that
 // asked: the actor's subscriptions end with the actor. It lives as long as
-// its node, idle when nothing is left to watch, with one exception: when a
-// connection to the remote node ended and a monitor there outlived it (it
-// may be one-sided, see nodeSettle), it unregisters its name and stops,
-// because only a new process can monitor those processes again. Its
-// actors see its down, wait nodeSettlePause and ask the next one, which
-// the first of them starts. A watcher that fails for any other reason is
-// replaced the same way. Until its actors have asked the new one, their
-// members' downs do not come, so a failover in that window waits for the
-// election timeout: late, never unsafe.
+// its node, idle when nothing is left to watch. If it fails, its actors see
+// its down, wait nodeSettlePause and ask the next one, which the first of
+// them starts. Until they have, their members' downs do not come, so a
+// failover in that window waits for the election timeout: late, never
+// unsafe.
 //
 // Without coalescing, or when the shared watcher cannot be started, each
 // actor starts its own watchers instead.
@@ -180,19 +176,6 @@ func (w *watcher) actorGone(actor gen.PID) {
 	delete(w.actors, actor)
 }
 
-// errWatcherRetired is why a shared watcher stops after a connection's end
-// left one of its monitors in doubt.
-var errWatcherRetired = errors.New("leader: a monitor may have outlived its connection; a new watcher takes over")
-
-// retire ends a shared watcher that may hold a one-sided monitor on node:
-// the name goes first, so that its actors, which see its down, start or
-// find the next one.
-func (w *watcher) retire(node gen.Atom) error {
-	w.process.UnregisterName()
-	w.process.Log().Info("leader: the watcher of %s stops: a monitor there may have outlived the connection that ended; its elections ask a new one in %s", node, nodeSettlePause)
-	return errWatcherRetired
-}
-
 // lateDown is a down a shared watcher hands over late (downHints).
 type lateDown struct {
 	to   gen.PID
@@ -221,18 +204,25 @@ func (w *watcher) postpone(actor gen.PID, down peerDown, after time.Duration) {
 func (w *watcher) armLate(after time.Duration) {
 	if _, err := w.process.SendAfter(w.process.PID(), lateFlush{}, after); err != nil {
 		// no timer: hand them over now rather than never
-		w.late, w.lateArmed = w.deliverLate(w.late, time.Time{}), false
+		w.late, _ = w.deliverLate(w.late, time.Time{}, 0)
+		w.lateArmed = false
 		return
 	}
 	w.lateArmed = true
 }
 
-// flushLate hands over the late downs that are due and waits for the rest.
+// flushLate hands over the late downs that are due, at most lateBatch of
+// them, and waits for the rest.
 func (w *watcher) flushLate() {
 	w.lateArmed = false
 	now := w.clock()
-	w.late = w.deliverLate(w.late, now)
+	var more bool
+	w.late, more = w.deliverLate(w.late, now, lateBatch)
 	if len(w.late) == 0 {
+		return
+	}
+	if more {
+		w.armLate(latePace)
 		return
 	}
 	next := w.late[0].due // elections may differ in their pause
@@ -244,22 +234,96 @@ func (w *watcher) flushLate() {
 	w.armLate(max(next.Sub(now), time.Millisecond))
 }
 
+// outboxFlush is the shared watcher's reminder to hand over the next
+// outboxBatch of a lost connection's downs.
+type outboxFlush struct{}
+
+// flushOutbox hands over at most outboxBatch of the downs due now, and
+// comes back for the rest outboxPace later. Only a shared watcher's lost
+// connections queue there: a node crash hands it a down for every election
+// with a member there, a thousand or more at once.
+func (w *watcher) flushOutbox() {
+	if w.outboxArmed || len(w.outbox) == 0 {
+		return
+	}
+	n := min(len(w.outbox), outboxBatch)
+	for _, l := range w.outbox[:n] {
+		w.process.Send(l.to, l.down)
+	}
+	rest := copy(w.outbox, w.outbox[n:])
+	clear(w.outbox[rest:])
+	w.outbox = w.outbox[:rest]
+	if rest == 0 {
+		return
+	}
+	if _, err := w.process.SendAfter(w.process.PID(), outboxFlush{}, outboxPace); err != nil {
+		// no timer: hand them over now rather than never
+		for _, l := range w.outbox {
+			w.process.Send(l.to, l.down)
+		}
+		w.outbox = w.outbox[:0]
+		return
+	}
+	w.outboxArmed = true
+}
+
+// outboxBatch and outboxPace pace the downs that may not wait (a leader's
+// loss, a candidate's): outboxBatch every outboxPace, two thousand in
+// about 30 ms. Handed over in one loop, a crash's downs were thousands of
+// actor steps runnable at once on each survivor, and everything else of
+// the process waited behind them in the Go scheduler's queues: the
+// network's readers and the liveness hub, whose answers then came 60 to
+// 200 ms late, so that the leaders of every other election lost their
+// holding lease and the crash of one node disturbed every election. A few
+// dozen at a time keep the queue short; the failovers they start are
+// what fills the cores anyway.
+const (
+	outboxBatch = 64
+	outboxPace  = time.Millisecond
+)
+
+// lateBatch and latePace pace the late downs: at most lateBatch go out
+// every latePace. A node crash under thousands of elections leaves a
+// survivor's shared watcher with a late down for most of them, all due at
+// the same instant; handed over at once, they were thousands of actor steps
+// queued for the two cores at once, and the node's liveness hub, one
+// goroutine among them, waited its turn behind all of them. At 3,000
+// elections on three node processes it waited 90 to 150 ms, past the
+// leaders' holding lease: every leader on the survivors stood down, and the
+// crash disturbed every election instead of a third of them. Paced, the
+// queue stays a millisecond deep and the hub keeps its 5 ms rhythm; the
+// late downs take longer to go out (a thousand in about 125 ms), which
+// costs nothing, since none of them is a leader's loss that a failover
+// waits for (downHints) and GhostTTL counts from the loss (peerDown.Since).
+const (
+	lateBatch = 16
+	latePace  = 2 * time.Millisecond
+)
+
 // deliverLate sends the downs of list due by now (all of them for a zero
-// now) and returns the others, in order.
-func (w *watcher) deliverLate(list []lateDown, now time.Time) []lateDown {
+// now), at most limit of them when limit is positive, and returns the
+// others, in order; more reports that some of those are due already.
+func (w *watcher) deliverLate(list []lateDown, now time.Time, limit int) (rest []lateDown, more bool) {
 	keep := list[:0]
+	sent := 0
 	for _, l := range list {
 		if now.IsZero() == false && l.due.After(now) {
 			keep = append(keep, l)
+			continue
+		}
+		if limit > 0 && sent >= limit {
+			keep = append(keep, l)
+			more = true
 			continue
 		}
 		if l.leaderLoss != nil && l.leaderLoss.stillDeferred(l.down.PID) == false {
 			continue // the actor handled it already (takeDeferred)
 		}
 		w.process.Send(l.to, l.down)
+		sent++
 	}
 	clear(list[len(keep):])
-	return keep
+	return keep, more
 }
 
 // inspect is what the watcher shows in the observer.

@@ -106,18 +106,22 @@ func TestSharedWatcherForgetsElectionsThatNoLongerWatch(t *testing.T) {
 	assert.Equal(t, "0", w.inspect()["ergo:watching"])
 }
 
-// A monitor that outlived its connection (nodeSettle) retires the shared
-// watcher: it gives up its name and stops, and its elections, which see
-// its down, ask the next one.
-func TestSharedWatcherRetiresWhenAMonitorOutlivedItsConnection(t *testing.T) {
+// After a connection's end the shared watcher keeps serving: what it still
+// holds of the node when the pause is over is forgotten, not a reason to
+// stop. Breaks: a watcher that retires there makes every election on the
+// node take a down, a new watch and a failed monitor in the middle of a
+// node crash's failovers (3,000 elections on three node processes: every
+// election disturbed instead of a third).
+func TestSharedWatcherKeepsServingAfterAConnectionsEnd(t *testing.T) {
 	w, p, a1, _ := newSharedWatcher()
 	gone := pid("b")
 	w.handle(request(a1, watchRequest{PID: gone}), false)
 	w.handle(fromCore(gen.MessageDownNode{Name: gone.Node}), true)
 	require.NoError(t, w.handle(fromSelf(p, nodeSettleCheck{Node: gone.Node}), false))
-	err := w.handle(fromSelf(p, nodeSettle{Node: gone.Node}), false)
-	assert.ErrorIs(t, err, errWatcherRetired, "the process ends")
-	assert.True(t, p.unregistered, "after giving up its name")
+	require.True(t, w.watchesOn(gone.Node), "its own down has not come yet")
+	require.NoError(t, w.handle(fromSelf(p, nodeSettle{Node: gone.Node}), false), "the process goes on")
+	assert.False(t, p.unregistered, "with its name")
+	assert.False(t, w.watchesOn(gone.Node), "and nothing of the node")
 }
 
 // A watcher does not ask the framework for a monitor on a node it has no
@@ -186,4 +190,89 @@ func TestSharedWatcherTakesTheFirstDownOfALostConnectionForAll(t *testing.T) {
 	require.NoError(t, w.handle(fromCore(gen.MessageDownPID{PID: watched[0], Reason: gen.ErrNoConnection}), true))
 	assert.Equal(t, []any{peerDown{PID: watched[0], Reason: gen.ErrNoConnection, At: t0}}, p.sent, "connected again: this process's down alone")
 	assert.Equal(t, []any{actors[0]}, p.sentTo)
+}
+
+// A lost connection's downs that may not wait go out outboxBatch at a time,
+// outboxPace apart, every one of them, in the order they came. Breaks:
+// handed over in one loop, a node crash under thousands of elections made
+// thousands of actor steps runnable at once on each survivor, and the
+// network's readers and the liveness hub queued behind them long enough
+// for every other election's leader to lose its holding lease.
+func TestSharedWatcherPacesALostConnectionsDowns(t *testing.T) {
+	w, p, _, _ := newSharedWatcher()
+	const elections = outboxBatch*2 + 5
+	target := pid("b")
+	var actors []gen.PID
+	for i := range elections {
+		actor := gen.PID{Node: node("a"), ID: uint64(1000 + i), Creation: 1}
+		actors = append(actors, actor)
+		require.NoError(t, w.handle(request(actor, watchRequest{PID: target}), false))
+	}
+	p.sent, p.sentTo, p.after = nil, nil, nil
+	require.NoError(t, w.handle(fromCore(gen.MessageDownNode{Name: target.Node}), true))
+	downsTo := func() []gen.PID {
+		var to []gen.PID
+		j := 0 // sentTo has no entry for what SendAfter sent
+		for _, m := range p.sent {
+			switch m.(type) {
+			case outboxFlush, lateFlush:
+				continue
+			case peerDown:
+				to = append(to, p.sentTo[j].(gen.PID))
+			}
+			j++
+		}
+		return to
+	}
+	require.Equal(t, actors[:outboxBatch], downsTo(), "the first batch at once")
+	require.Contains(t, p.sent, any(outboxFlush{}), "and a reminder for the rest")
+	assert.Contains(t, p.after, outboxPace)
+	for batch := 1; len(downsTo()) < elections; batch++ {
+		require.LessOrEqual(t, batch, 2, "every down goes out within three batches")
+		before := len(downsTo())
+		require.NoError(t, w.handle(fromSelf(p, outboxFlush{}), false))
+		require.LessOrEqual(t, len(downsTo())-before, outboxBatch, "at most a batch per reminder")
+	}
+	assert.Equal(t, actors, downsTo(), "every election told once, in order")
+	assert.Empty(t, w.outbox)
+}
+
+// The late downs (followers of a living leader, downHints) go out
+// lateBatch at a time, latePace apart, once due. Breaks: all due at the
+// same instant after a node crash, they were a burst of their own in the
+// middle of the failovers.
+func TestSharedWatcherPacesItsLateDowns(t *testing.T) {
+	w, p, _, _ := newSharedWatcher()
+	const elections = lateBatch*2 + 3
+	target := pid("b")
+	for i := range elections {
+		actor := gen.PID{Node: node("a"), ID: uint64(1000 + i), Creation: 1}
+		hints := &downHints{following: true, leader: pid("c"), pause: 75 * time.Millisecond}
+		require.NoError(t, w.handle(request(actor, watchRequest{PID: target, Hints: hints}), false))
+	}
+	p.sent, p.sentTo, p.after = nil, nil, nil
+	require.NoError(t, w.handle(fromCore(gen.MessageDownNode{Name: target.Node}), true))
+	downs := func() int {
+		n := 0
+		for _, m := range p.sent {
+			if _, ok := m.(peerDown); ok {
+				n++
+			}
+		}
+		return n
+	}
+	require.Zero(t, downs(), "none at once: they may wait")
+	require.Len(t, w.late, elections)
+	now := t0.Add(75 * time.Millisecond)
+	w.clock = func() time.Time { return now }
+	for batch := 0; downs() < elections; batch++ {
+		require.Less(t, batch, 3, "every late down goes out within three batches")
+		before, after := downs(), len(p.after)
+		require.NoError(t, w.handle(fromSelf(p, lateFlush{}), false))
+		require.LessOrEqual(t, downs()-before, lateBatch, "at most a batch per reminder")
+		if downs() < elections {
+			require.Equal(t, []time.Duration{latePace}, p.after[after:], "the next batch latePace later")
+		}
+	}
+	assert.Empty(t, w.late)
 }

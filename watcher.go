@@ -67,26 +67,21 @@ type watchFailed struct {
 // watchStarted reports that the monitor of PID is in place.
 type watchStarted struct{ PID gen.PID }
 
-// watchSuspect reports that the watcher's monitors of Node's processes may
-// be gone on that node (see nodeSettle): the actor replaces the watcher.
-type watchSuspect struct{ Node gen.Atom }
-
 // nodeSettle is the watcher's reminder to itself, a moment after a
-// connection to Node ended, to look at what it still monitors there.
+// connection to Node ended, to forget what it still holds of the node.
 //
-// Why. When a node has two connections to a peer for a moment (two dials
-// crossed, or a new connection came up before the old one's end was
-// processed), the end of the old one makes each side drop every link and
-// monitor the other side's processes hold, by node name, whichever
-// connection they were made over. A monitor whose request went over the
-// new connection and reached the peer before the peer processed the old
-// connection's end is dropped there, while this node, which got the answer
-// after its own cleanup, keeps it: the peer's process would then terminate
-// without a down ever coming. The monitors this node's cleanup removed
-// came back as downs, and are forgotten; whatever the watcher still
-// monitors on the node once those are in may be such a one-sided monitor,
-// and only a fresh watcher (another PID, so no ErrTargetExist) can make it
-// again.
+// Every monitor on the node ended with the connection (the framework
+// delivers a down for each, and connectionLost reported them all at the
+// node's down), and the watcher makes no monitor there until the pause is
+// over (watch). What it still holds then is a process whose own down has
+// not come: on ergo v3.3.0, which keeps one connection per node pair and
+// drops every monitor with it, that is only a down still on its way, and
+// forgetting the process is what that down would do. (On the v3.2
+// development branch a monitor made over a second connection could outlive
+// the first one's end on this side only; the library needs v3.3.0, README,
+// and no longer replaces its watcher for it: with a thousand elections,
+// replacing it after a node crash cost every election on the survivors a
+// down, a new watch and a failed monitor in the middle of the failover.)
 type nodeSettle struct{ Node gen.Atom }
 
 // nodeSettleCheck is the watcher's note to itself, sent when a
@@ -164,6 +159,8 @@ type watcher struct {
 	unwatchedDowns uint64
 	late           []lateDown // shared: downs handed over late, in order
 	lateArmed      bool       // a lateFlush is on its way
+	outbox         []lateDown // shared: a lost connection's downs due now, paced (outboxBatch)
+	outboxArmed    bool       // an outboxFlush is on its way
 	// watching holds the processes this watcher monitors (its Monitor
 	// succeeded and no down has come since): only for those does an
 	// ErrTargetExist mean the monitor is in place.
@@ -282,8 +279,13 @@ func (w *watcher) forward(pid gen.PID, reason error) {
 				continue
 			}
 		}
+		if lost && w.shared {
+			w.outbox = append(w.outbox, lateDown{to: sub.actor, down: peerDown{PID: pid, Reason: reason, At: at}})
+			continue
+		}
 		w.process.Send(sub.actor, peerDown{PID: pid, Reason: reason, At: at})
 	}
+	w.flushOutbox()
 }
 
 // audience returns the actors to tell about pid.
@@ -408,17 +410,19 @@ func (w *watcher) handle(m *gen.MailboxMessage, system bool) error {
 		if m.From == w.process.PID() {
 			w.flushLate()
 		}
+	case outboxFlush:
+		if m.From == w.process.PID() {
+			w.outboxArmed = false
+			w.flushOutbox()
+		}
 	case nodeSettleCheck:
 		if m.From == w.process.PID() && w.watchesOn(message.Node) {
 			wait := max(w.settleUntil[message.Node].Sub(w.clock()), 0)
 			w.process.SendAfter(w.process.PID(), nodeSettle{Node: message.Node}, wait)
 		}
 	case nodeSettle:
-		if m.From == w.process.PID() && w.watchesOn(message.Node) {
-			if w.shared {
-				return w.retire(message.Node)
-			}
-			w.process.Send(parent, watchSuspect{Node: message.Node})
+		if m.From == w.process.PID() {
+			w.forgetNode(message.Node)
 		}
 	case gen.MessageDownPID:
 		if deliveredByFramework(w.process, m, system, message) == false {
@@ -546,6 +550,21 @@ func (w *watcher) watch(pid gen.PID, attempt int) {
 	delete(w.pending, pid)
 	w.tell(pid, watchFailed{PID: pid, Err: err})
 	w.unsubscribeAll(pid)
+}
+
+// forgetNode drops what the watcher still holds of node's processes
+// (nodeSettle).
+func (w *watcher) forgetNode(node gen.Atom) {
+	for pid := range w.watching {
+		if pid.Node == node {
+			delete(w.watching, pid)
+		}
+	}
+	for pid := range w.reported {
+		if pid.Node == node {
+			delete(w.reported, pid)
+		}
+	}
 }
 
 // watchesOn reports whether the watcher monitors a process of node, or

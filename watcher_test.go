@@ -108,12 +108,11 @@ func TestWatcherReportsAMonitorRefusedForGood(t *testing.T) {
 func (n scriptedNode) PID() gen.PID { return gen.PID{Node: "core@host", ID: 1} }
 
 // After a connection's end the watcher waits nodeSettlePause and then
-// reports the node if it still monitors a process there (a one-sided
-// monitor). When every monitor on the node came back as a down of the
+// forgets what it still holds of the node. When every monitor on the node came back as a down of the
 // same cleanup, as after a node crash, nothing is scheduled: the
 // watchers of a thousand elections would otherwise each wake once more in
 // the middle of the failover.
-func TestWatcherSettlesANodeOnlyIfAMonitorOutlivedItsConnection(t *testing.T) {
+func TestWatcherSettlesANodeOnlyIfSomethingOfItIsLeft(t *testing.T) {
 	for _, outlived := range []bool{false, true} {
 		p := &scriptedProcess{self: pid("w"), parent: pid("a")}
 		w := &watcher{process: p, clock: func() time.Time { return t0 }}
@@ -141,7 +140,8 @@ func TestWatcherSettlesANodeOnlyIfAMonitorOutlivedItsConnection(t *testing.T) {
 		assert.Equal(t, nodeSettle{Node: gone.Node}, p.sent[3], "its own down did not come: settle")
 		assert.Equal(t, []time.Duration{nodeSettlePause}, p.after)
 		w.handle(fromSelf(p, nodeSettle{Node: gone.Node}), false)
-		assert.Equal(t, watchSuspect{Node: gone.Node}, p.sent[4], "and report the node to the actor")
+		assert.Len(t, p.sent, 4, "and forget it: nothing more to tell the actor")
+		assert.False(t, w.watchesOn(gone.Node))
 	}
 }
 
