@@ -512,7 +512,7 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		}
 		a.state.timer(now, m.Kind, m.Generation)
 		return nil
-	case peerDown, watchFailed, forgedDown, watchStarted:
+	case peerDown, watchFailed, forgedDown, watchStarted, watchSuspect:
 		if a.fromWatcher(from, m) == false {
 			a.state.drop("foreign_down")
 			return nil
@@ -788,6 +788,8 @@ func (a *Actor) fromWatcher(from gen.PID, report any) bool {
 		return r.PID.Node == node
 	case watchStarted:
 		return r.PID.Node == node
+	case watchSuspect:
+		return r.Node == node
 	}
 	return true
 }
@@ -811,6 +813,20 @@ func (a *Actor) unwatch(node gen.Atom) {
 		return
 	}
 	a.SendExit(watcher, gen.TerminateReasonNormal)
+}
+
+// replaceWatcher stops the watcher of node, whose monitors there may be
+// one-sided (watcher.go, nodeSettle), and has a new one monitor the
+// member's current process.
+func (a *Actor) replaceWatcher(node gen.Atom) {
+	old, ok := a.watchers[node]
+	if ok == false {
+		return
+	}
+	delete(a.watchers, node)
+	delete(a.watching, old)
+	a.SendExit(old, gen.TerminateReasonNormal)
+	a.rewatchLater(node)
 }
 
 // rewatchLater has a new watcher monitor node's member once the node has
@@ -843,6 +859,8 @@ func (a *Actor) watched(now time.Time, report any) {
 		a.state.monitorFailed(now, r.PID, r.Err)
 	case watchStarted:
 		a.state.monitored(r.PID)
+	case watchSuspect:
+		a.replaceWatcher(r.Node)
 	case forgedDown:
 		a.state.drop("forged_down")
 		a.Log().Warning("leader %q: dropped a down notification sent by %s, which is not how the framework reports a termination; nothing changed", a.state.cfg.clusterID, r.From)

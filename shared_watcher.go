@@ -16,11 +16,15 @@ import (
 // node starts it (Node().SpawnRegister, no parent link); later ones find
 // it by name. Each actor monitors it, and it monitors each actor that
 // asked: the actor's subscriptions end with the actor. It lives as long as
-// its node, idle when nothing is left to watch. If it fails, its actors see
-// its down, wait nodeSettlePause and ask the next one, which the first of
-// them starts. Until they have, their members' downs do not come, so a
-// failover in that window waits for the election timeout: late, never
-// unsafe.
+// its node, idle when nothing is left to watch, with one exception: when a
+// connection to the remote node ended, the node is connected again, and a
+// monitor there outlived the end (it may be one-sided, see nodeSettle), it
+// unregisters its name and stops, because only a new process can monitor
+// those processes again. Its actors see its down, wait nodeSettlePause and
+// ask the next one, which the first of them starts. A watcher that fails
+// for any other reason is replaced the same way. Until its actors have
+// asked the new one, their members' downs do not come, so a failover in
+// that window waits for the election timeout: late, never unsafe.
 //
 // Without coalescing, or when the shared watcher cannot be started, each
 // actor starts its own watchers instead.
@@ -174,6 +178,19 @@ func (w *watcher) actorGone(actor gen.PID) {
 		w.unsubscribe(actor, pid)
 	}
 	delete(w.actors, actor)
+}
+
+// errWatcherRetired is why a shared watcher stops after a connection's end
+// left one of its monitors in doubt.
+var errWatcherRetired = errors.New("leader: a monitor may have outlived its connection; a new watcher takes over")
+
+// retire ends a shared watcher that may hold a one-sided monitor on node:
+// the name goes first, so that its actors, which see its down, start or
+// find the next one.
+func (w *watcher) retire(node gen.Atom) error {
+	w.process.UnregisterName()
+	w.process.Log().Info("leader: the watcher of %s stops: a monitor there may have outlived the connection that ended; its elections ask a new one in %s", node, nodeSettlePause)
+	return errWatcherRetired
 }
 
 // lateDown is a down a shared watcher hands over late (downHints).

@@ -106,19 +106,34 @@ func TestSharedWatcherForgetsElectionsThatNoLongerWatch(t *testing.T) {
 	assert.Equal(t, "0", w.inspect()["ergo:watching"])
 }
 
-// After a connection's end the shared watcher keeps serving: what it still
-// holds of the node when the pause is over is forgotten, not a reason to
-// stop. Breaks: a watcher that retires there makes every election on the
-// node take a down, a new watch and a failed monitor in the middle of a
-// node crash's failovers (3,000 elections on three node processes: every
-// election disturbed instead of a third).
-func TestSharedWatcherKeepsServingAfterAConnectionsEnd(t *testing.T) {
+// A monitor that outlived its connection (nodeSettle) retires the shared
+// watcher: it gives up its name and stops, and its elections, which see
+// its down, ask the next one.
+func TestSharedWatcherRetiresWhenAMonitorOutlivedItsConnection(t *testing.T) {
+	w, p, a1, _ := newSharedWatcher()
+	gone := pid("b")
+	w.handle(request(a1, watchRequest{PID: gone}), false)
+	w.handle(fromCore(gen.MessageDownNode{Name: gone.Node}), true)
+	require.NoError(t, w.handle(fromSelf(p, nodeSettleCheck{Node: gone.Node}), false))
+	err := w.handle(fromSelf(p, nodeSettle{Node: gone.Node}), false)
+	assert.ErrorIs(t, err, errWatcherRetired, "the process ends")
+	assert.True(t, p.unregistered, "after giving up its name")
+}
+
+// After a connection's end to a node that is not connected again (a
+// crash), the shared watcher keeps serving: what it still holds of the
+// node is forgotten. Breaks: a watcher that retires there makes every
+// election on the node take a down, a new watch and a failed monitor in
+// the middle of a node crash's failovers (3,000 elections on three node
+// processes: every election disturbed instead of a third).
+func TestSharedWatcherKeepsServingAfterACrash(t *testing.T) {
 	w, p, a1, _ := newSharedWatcher()
 	gone := pid("b")
 	w.handle(request(a1, watchRequest{PID: gone}), false)
 	w.handle(fromCore(gen.MessageDownNode{Name: gone.Node}), true)
 	require.NoError(t, w.handle(fromSelf(p, nodeSettleCheck{Node: gone.Node}), false))
 	require.True(t, w.watchesOn(gone.Node), "its own down has not come yet")
+	p.unconnected = map[gen.Atom]bool{gone.Node: true}
 	require.NoError(t, w.handle(fromSelf(p, nodeSettle{Node: gone.Node}), false), "the process goes on")
 	assert.False(t, p.unregistered, "with its name")
 	assert.False(t, w.watchesOn(gone.Node), "and nothing of the node")

@@ -67,21 +67,34 @@ type watchFailed struct {
 // watchStarted reports that the monitor of PID is in place.
 type watchStarted struct{ PID gen.PID }
 
+// watchSuspect reports that the watcher's monitors of Node's processes may
+// be gone on that node (see nodeSettle): the actor replaces the watcher.
+type watchSuspect struct{ Node gen.Atom }
+
 // nodeSettle is the watcher's reminder to itself, a moment after a
-// connection to Node ended, to forget what it still holds of the node.
+// connection to Node ended, to look at what it still monitors there.
 //
-// Every monitor on the node ended with the connection (the framework
-// delivers a down for each, and connectionLost reported them all at the
-// node's down), and the watcher makes no monitor there until the pause is
-// over (watch). What it still holds then is a process whose own down has
-// not come: on ergo v3.3.0, which keeps one connection per node pair and
-// drops every monitor with it, that is only a down still on its way, and
-// forgetting the process is what that down would do. (On the v3.2
-// development branch a monitor made over a second connection could outlive
-// the first one's end on this side only; the library needs v3.3.0, README,
-// and no longer replaces its watcher for it: with a thousand elections,
-// replacing it after a node crash cost every election on the survivors a
-// down, a new watch and a failed monitor in the middle of the failover.)
+// Why. When a node has two connections to a peer for a moment (two dials
+// crossed, or a new connection came up before the old one's end was
+// processed), the end of the old one makes each side drop every link and
+// monitor the other side's processes hold, by node name, whichever
+// connection they were made over. A monitor whose request went over the
+// new connection and reached the peer before the peer processed the old
+// connection's end is dropped there, while this node, which got the answer
+// after its own cleanup, keeps it: the peer's process would then terminate
+// without a down ever coming. The monitors this node's cleanup removed
+// came back as downs, and are forgotten; whatever the watcher still
+// monitors on the node once those are in may be such a one-sided monitor,
+// and only a fresh watcher (another PID, so no ErrTargetExist) can make it
+// again.
+//
+// Only while the node is connected again, though. With no connection there
+// is nothing a monitor could be one-sided over: the watcher forgets what it
+// still holds of the node and goes on. A crashed node is never connected
+// again this soon, and replacing the watcher there cost, with thousands of
+// elections, every election on each survivor a down, a new watch and a
+// failed monitor in the middle of the failovers: the crash of one node
+// disturbed every election.
 type nodeSettle struct{ Node gen.Atom }
 
 // nodeSettleCheck is the watcher's note to itself, sent when a
@@ -421,9 +434,17 @@ func (w *watcher) handle(m *gen.MailboxMessage, system bool) error {
 			w.process.SendAfter(w.process.PID(), nodeSettle{Node: message.Node}, wait)
 		}
 	case nodeSettle:
-		if m.From == w.process.PID() {
-			w.forgetNode(message.Node)
+		if m.From != w.process.PID() || w.watchesOn(message.Node) == false {
+			return nil
 		}
+		if _, err := w.process.Node().Network().Node(message.Node); err != nil {
+			w.forgetNode(message.Node) // no connection: nothing there can be monitored
+			return nil
+		}
+		if w.shared {
+			return w.retire(message.Node)
+		}
+		w.process.Send(parent, watchSuspect{Node: message.Node})
 	case gen.MessageDownPID:
 		if deliveredByFramework(w.process, m, system, message) == false {
 			// to whoever watches the process it names (a private

@@ -108,11 +108,12 @@ func TestWatcherReportsAMonitorRefusedForGood(t *testing.T) {
 func (n scriptedNode) PID() gen.PID { return gen.PID{Node: "core@host", ID: 1} }
 
 // After a connection's end the watcher waits nodeSettlePause and then
-// forgets what it still holds of the node. When every monitor on the node came back as a down of the
+// reports the node if it still monitors a process there and the node is
+// connected again (a one-sided monitor), or forgets it if it is not. When every monitor on the node came back as a down of the
 // same cleanup, as after a node crash, nothing is scheduled: the
 // watchers of a thousand elections would otherwise each wake once more in
 // the middle of the failover.
-func TestWatcherSettlesANodeOnlyIfSomethingOfItIsLeft(t *testing.T) {
+func TestWatcherSettlesANodeOnlyIfAMonitorOutlivedItsConnection(t *testing.T) {
 	for _, outlived := range []bool{false, true} {
 		p := &scriptedProcess{self: pid("w"), parent: pid("a")}
 		w := &watcher{process: p, clock: func() time.Time { return t0 }}
@@ -140,7 +141,11 @@ func TestWatcherSettlesANodeOnlyIfSomethingOfItIsLeft(t *testing.T) {
 		assert.Equal(t, nodeSettle{Node: gone.Node}, p.sent[3], "its own down did not come: settle")
 		assert.Equal(t, []time.Duration{nodeSettlePause}, p.after)
 		w.handle(fromSelf(p, nodeSettle{Node: gone.Node}), false)
-		assert.Len(t, p.sent, 4, "and forget it: nothing more to tell the actor")
+		assert.Equal(t, watchSuspect{Node: gone.Node}, p.sent[4], "connected again: report the node to the actor")
+		p.sent = p.sent[:4]
+		p.unconnected = map[gen.Atom]bool{gone.Node: true}
+		w.handle(fromSelf(p, nodeSettle{Node: gone.Node}), false)
+		assert.Len(t, p.sent, 4, "not connected: forget it, nothing to tell the actor")
 		assert.False(t, w.watchesOn(gone.Node))
 	}
 }
