@@ -75,7 +75,6 @@ type slot struct {
 	beatEvery   time.Duration // the actor's HeartbeatInterval: how often its rounds carry a record (pings.go)
 	freshCap    time.Duration // the longest F a ping may ask of the actor (timing.go, maxFresh)
 	board       *pingBoard    // the node's ping board (pings.go)
-	pingsCount  bool          // answered pings count for the actor's leases (not with AssumeSymmetricConnectionLoss)
 	key         uint64        // the hub's number for it (routes.go); only the hub reads and writes it
 
 	lead     bool // granted by the actor: open rounds for the actor
@@ -277,24 +276,15 @@ func (s *slot) answeredPings() []linkPong {
 	if s.board == nil || s.leadTerm == 0 {
 		return nil
 	}
-	for i := range s.links {
-		l := &s.links[i]
-		if p, ok := s.pongFor(l); ok {
+	for _, l := range s.links {
+		if l.epochSet == false || l.ack == 0 {
+			continue
+		}
+		if p, ok := s.board.latestFrom(l.node); ok && p.epoch == l.epoch && p.index >= l.mark {
 			s.pongs = append(s.pongs, linkPong{node: l.node, pid: l.pid, sent: p.sent, fresh: p.fresh})
 		}
 	}
 	return s.pongs
-}
-
-// pongFor returns the newest answered ping from l's node that counts as
-// l's acknowledgement: it came no earlier than the answer that carried l's
-// newest ack, with the same epoch (pings.go). s.mu is held.
-func (s *slot) pongFor(l *followerLink) (pongSeen, bool) {
-	if s.board == nil || s.pingsCount == false || l.epochSet == false || l.ack == 0 {
-		return pongSeen{}, false
-	}
-	p, ok := s.board.latestFrom(l.node)
-	return p, ok && p.epoch == l.epoch && p.index >= l.mark
 }
 
 // grant is what an actor allows its hub until its next step.

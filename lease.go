@@ -495,42 +495,9 @@ func (e *election) renewLease() {
 		counts = func(m *member) bool { return m.pid != (gen.PID{}) }
 	}
 	e.leaseUntil = e.leaseWhere(counts, e.grewAt)
-	if sent, ok := e.quorumEvidence(); ok {
-		e.holdUntil = sent.Add(holdingLease(e.cfg))
+	if sent, ok := e.quorumRound(func(*member) bool { return true }, time.Time{}); ok {
+		e.holdUntil = sent.at.Add(holdingLease(e.cfg))
 	}
-}
-
-// quorumEvidence returns the send time of the newest evidence a quorum of
-// the view gave, this node included: per member, the newer of its
-// acknowledged round and the answered ping that counts for it (pings.go).
-// The holding lease counts from it.
-//
-// Pings count here as they do for the acting lease. The holding lease
-// decides only when a leader that hears no quorum stands down; no rule of
-// docs/safety.md reads it. Counting pings keeps a leader in office through
-// a burst that delays the per-election rounds' acknowledgements: a node
-// crash under thousands of elections stretched the hubs' round trips to
-// 60 to 90 ms, the rounds go every HeartbeatInterval, and with rounds
-// alone the survivors' leaders all stood down 142.5 ms after the crash,
-// although their followers answered every ping.
-func (e *election) quorumEvidence() (time.Time, bool) {
-	var buffer [8]time.Time
-	times := buffer[:0]
-	for _, m := range e.members {
-		var at time.Time
-		if m.ackRound != 0 {
-			if s, ok := e.stampOf(m.ackRound); ok {
-				at = s.at
-			}
-		}
-		if m.pongSent.After(at) {
-			at = m.pongSent
-		}
-		if at.IsZero() == false {
-			times = append(times, at)
-		}
-	}
-	return latestReachedBy(times, e.quorum()-1)
 }
 
 // quorumRound returns the send time of the newest round that a quorum of

@@ -165,12 +165,11 @@ func (s *slot) dueParked(now time.Time, horizon time.Duration, wakes []parkedWak
 	return wakes
 }
 
-// hubLease is the end of the holding lease that the rounds this hub opened
-// and the acknowledgements and answered pings they got prove: the send
-// time of the newest evidence need follower nodes gave, plus lease; zero
-// when they gave none. s.mu is held. It counts only what the leader counts
-// too (coalesce.go imports the same rounds, acks and answered pings,
-// election.quorumEvidence), so it is never later than the leader's own.
+// hubLease is the end of the lease that the rounds this hub opened and the
+// acknowledgements they got prove: the send time of the newest round need
+// follower nodes acknowledged, plus lease; zero when they do not. s.mu is
+// held. It counts only what the leader counts too (coalesce.go imports the
+// same rounds and acks), so it is never later than the leader's own.
 //
 // Each link keeps the send time of the round it acknowledged (ackSent, set
 // when the ack came), so this runs every tick for every leader without
@@ -180,14 +179,9 @@ func (s *slot) hubLease(lease time.Duration, need int) time.Time {
 	var buffer [8]time.Time
 	sent := buffer[:0]
 	for _, l := range s.links {
-		if l.ack == 0 || l.ackSent.IsZero() {
-			continue
+		if l.ack != 0 && l.ackSent.IsZero() == false {
+			sent = append(sent, l.ackSent)
 		}
-		at := l.ackSent
-		if p, ok := s.pongFor(&l); ok && p.sent.After(at) {
-			at = p.sent
-		}
-		sent = append(sent, at)
 	}
 	at, ok := latestReachedBy(sent, need)
 	if ok == false {

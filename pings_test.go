@@ -33,8 +33,8 @@ func newPingPair(t *testing.T) *pingPair {
 	p.a.init()
 	p.b.init()
 	const interval = 5 * time.Millisecond
-	p.lead = &slot{cluster: "c", actor: pid("a"), interval: interval, beatEvery: 10 * interval, freshCap: 75 * time.Millisecond, board: p.a.board, pingsCount: true}
-	p.follower = &slot{cluster: "c", actor: pid("b"), interval: interval, beatEvery: 10 * interval, freshCap: 75 * time.Millisecond, board: p.b.board, pingsCount: true}
+	p.lead = &slot{cluster: "c", actor: pid("a"), interval: interval, beatEvery: 10 * interval, freshCap: 75 * time.Millisecond, board: p.a.board}
+	p.follower = &slot{cluster: "c", actor: pid("b"), interval: interval, beatEvery: 10 * interval, freshCap: 75 * time.Millisecond, board: p.b.board}
 	p.lead.share(grant{lead: true, leadTerm: 1, fresh: 3 * interval, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
 	p.follower.share(grant{follow: pid("a"), followTerm: 1})
 	p.a.add(p.lead)
@@ -198,36 +198,5 @@ func TestTheLeaseCountsAnsweredPings(t *testing.T) {
 	m.pongSent, m.pongFresh = pinged, 30*time.Millisecond
 	h.e.renewLease()
 	assert.Equal(t, pinged.Add(lessDrift(30*time.Millisecond)), h.e.leaseUntil, "from the ping's send time, for its F less the drift margin")
-	assert.Equal(t, pinged.Add(holdingLease(h.e.cfg)), h.e.holdUntil, "and the role's: a burst that delays the rounds' acknowledgements costs no stand-down while the pings are answered")
-	m.pongSent = sent.Add(-time.Millisecond)
-	h.e.renewLease()
-	assert.Equal(t, sent.Add(holdingLease(h.e.cfg)), h.e.holdUntil, "the newer of a member's acknowledged round and its ping counts")
-}
-
-// The hub fires a leader's parked lease timer by the holding lease that the
-// leader itself counts (election.quorumEvidence): its followers' answered
-// pings renew it, those answered while a follower was unbound do not.
-// Breaks: with pings left out, a burst that delays the rounds'
-// acknowledgements (a node crash under thousands of elections) woke every
-// leader on the node to stand down while its followers answered every
-// ping; with unbound pings counted, the hub would keep a leader asleep past
-// the moment its own count says it must stand down.
-func TestTheHubsHoldingLeaseCountsTheBoundFollowersPings(t *testing.T) {
-	p := newPingPair(t)
-	hold := holdingLease(config{electionTimeoutMin: 150 * time.Millisecond})
-	p.tick() // a full tick: the round and the ack
-	acked := p.now
-	require.Equal(t, acked.Add(hold), p.lead.hubLease(hold, 1), "the acknowledged round")
-	p.now = p.now.Add(5 * time.Millisecond)
-	p.tick() // a ping alone
-	assert.Equal(t, p.now.Add(hold), p.lead.hubLease(hold, 1), "the answered ping renews it")
-	pinged := p.now
-
-	p.follower.settle(true, 0, 0) // the follower's step begins
-	p.now = p.now.Add(5 * time.Millisecond)
-	p.tick()
-	assert.Equal(t, acked.Add(hold), p.lead.hubLease(hold, 1), "a ping answered while the follower was unbound renews nothing: the hub keeps each node's newest answer only and falls back to the round, earlier than the leader's own count (%s), never later", pinged.Add(hold))
-
-	p.lead.pingsCount = false // AssumeSymmetricConnectionLoss: the actor counts rounds only
-	assert.Equal(t, acked.Add(hold), p.lead.hubLease(hold, 1), "nor when the actor does not count pings")
+	assert.Equal(t, sent.Add(holdingLease(h.e.cfg)), h.e.holdUntil, "the role's lease needs rounds: pings renew only the acting lease")
 }
