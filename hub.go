@@ -531,7 +531,15 @@ func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches *tick
 		// knows the key (routes.go)
 		named := l.namedBy == b.peer && b.peer != (gen.PID{})
 		b.beats = appendBeat(b.beats, s.key, s.cluster, named == false, s.leadTerm, s.actor.ID, s.round, uint64(s.fresh/time.Microsecond))
-		carried := b.peerAlive && now.Sub(l.unserved) >= ttl
+		// A node the framework has no connection to counts as carried: the
+		// leader's own heartbeats would not reach it either, and they are
+		// no way back to it (its election's probes and its followers' own
+		// sends are). Waking every leader with a follower on a crashed
+		// node to send there itself, every liveness interval, was the
+		// largest share of a survivor's work in a crash under thousands
+		// of elections, which then queued the hubs' rounds past the
+		// holding lease.
+		carried := (b.peerAlive || b.disconnected) && now.Sub(l.unserved) >= ttl
 		if l.decided && l.carried && carried == false {
 			lost = true
 		}
@@ -551,7 +559,9 @@ type nodeBatch struct {
 	node      gen.Atom
 	peer      gen.PID // the node's hub, as last heard
 	peerAlive bool    // the node's hub answered within peerTTL
-	beats     []byte
+	// the framework had no connection to the node at the tick
+	disconnected bool
+	beats        []byte
 }
 
 // tickBatches are a tick's msgBeats, one per node: a short list, searched
@@ -568,7 +578,8 @@ func (t *tickBatches) of(h *hub, node gen.Atom, now time.Time, ttl time.Duration
 	}
 	peer, known := h.peers[node]
 	size := h.batchSize[node]
-	*t = append(*t, nodeBatch{node: node, peer: peer.pid, peerAlive: known && now.Sub(peer.heardAt) < ttl, beats: make([]byte, 0, size+size/8)})
+	_, err := h.process.Node().Network().Node(node)
+	*t = append(*t, nodeBatch{node: node, peer: peer.pid, peerAlive: known && now.Sub(peer.heardAt) < ttl, disconnected: err != nil, beats: make([]byte, 0, size+size/8)})
 	return &(*t)[len(*t)-1]
 }
 

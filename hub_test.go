@@ -163,6 +163,41 @@ func TestHubSendsNothingToANodeThatIsNotConnected(t *testing.T) {
 	assert.Empty(t, p.sentTo, "no answer to c's hub while c is not connected")
 }
 
+// A follower's node the framework has no connection to counts as carried:
+// the leader is not woken to send its own heartbeats there, which would
+// not arrive either. Breaks: after a node crash under thousands of
+// elections every leader with a follower there was woken, and sent into
+// the void every liveness interval, on the two cores the failovers needed.
+// Once the node's hub has been silent for peerTTL while the node is
+// connected, the leader sends itself, as before.
+func TestHubDoesNotWakeLeadersForADisconnectedNode(t *testing.T) {
+	leader := &slot{cluster: "c", actor: pid("a"), lead: true, leadTerm: 2, interval: 50 * time.Millisecond,
+		peerSilence: 150 * time.Millisecond, followers: map[gen.Atom]gen.PID{node("c"): pid("c")}}
+	h, p := newTestHub(leader)
+	peerHub := gen.PID{Node: node("c"), ID: 3, Creation: 1}
+	h.heard(peerHub)
+	h.tick()
+	require.True(t, leader.links[0].carried, "c's hub answers")
+	wakes := func() int {
+		n := 0
+		for _, m := range p.sent {
+			if _, ok := m.(hubCarryLost); ok {
+				n++
+			}
+		}
+		return n
+	}
+	p.unconnected = map[gen.Atom]bool{node("c"): true}
+	h.peers[node("c")] = hubPeer{pid: peerHub, heardAt: t0.Add(-time.Hour)} // silent for long
+	h.tick()
+	assert.True(t, leader.links[0].carried, "not connected: still carried")
+	assert.Zero(t, wakes(), "the leader is not woken")
+	p.unconnected = nil
+	h.tick()
+	assert.False(t, leader.links[0].carried, "connected, its hub silent: not carried")
+	assert.Equal(t, 1, wakes(), "and the leader is woken to send there itself")
+}
+
 // A leader in the middle of a step when the hub ticks gets its round all
 // the same: the acting lease needs a round every liveness interval, and the
 // leader's own work (a database write in a step) may take longer. Not for
