@@ -106,16 +106,28 @@ func TestSharedWatcherForgetsElectionsThatNoLongerWatch(t *testing.T) {
 	assert.Equal(t, "0", w.inspect()["ergo:watching"])
 }
 
-// A monitor that outlived its connection (nodeSettle) retires the shared
-// watcher: it gives up its name and stops, and its elections, which see
-// its down, ask the next one.
-func TestSharedWatcherRetiresWhenAMonitorOutlivedItsConnection(t *testing.T) {
+// settleAfterEnd has a shared watcher that watches a process of node b see
+// the connection to b end, and then its nodeSettle, with b connected again
+// or not; it returns what nodeSettle returned.
+func settleAfterEnd(t *testing.T, connected bool) (*watcher, *scriptedProcess, error) {
+	t.Helper()
 	w, p, a1, _ := newSharedWatcher()
 	gone := pid("b")
 	w.handle(request(a1, watchRequest{PID: gone}), false)
 	w.handle(fromCore(gen.MessageDownNode{Name: gone.Node}), true)
 	require.NoError(t, w.handle(fromSelf(p, nodeSettleCheck{Node: gone.Node}), false))
-	err := w.handle(fromSelf(p, nodeSettle{Node: gone.Node}), false)
+	require.True(t, w.watchesOn(gone.Node), "its own down has not come yet")
+	if connected == false {
+		p.unconnected = map[gen.Atom]bool{gone.Node: true}
+	}
+	return w, p, w.handle(fromSelf(p, nodeSettle{Node: gone.Node}), false)
+}
+
+// A monitor that outlived its connection (nodeSettle), the node connected
+// again, retires the shared watcher: it gives up its name and stops, and
+// its elections, which see its down, ask the next one.
+func TestSharedWatcherRetiresWhenAMonitorOutlivedItsConnection(t *testing.T) {
+	_, p, err := settleAfterEnd(t, true)
 	assert.ErrorIs(t, err, errWatcherRetired, "the process ends")
 	assert.True(t, p.unregistered, "after giving up its name")
 }
@@ -127,16 +139,10 @@ func TestSharedWatcherRetiresWhenAMonitorOutlivedItsConnection(t *testing.T) {
 // the middle of a node crash's failovers (3,000 elections on three node
 // processes: every election disturbed instead of a third).
 func TestSharedWatcherKeepsServingAfterACrash(t *testing.T) {
-	w, p, a1, _ := newSharedWatcher()
-	gone := pid("b")
-	w.handle(request(a1, watchRequest{PID: gone}), false)
-	w.handle(fromCore(gen.MessageDownNode{Name: gone.Node}), true)
-	require.NoError(t, w.handle(fromSelf(p, nodeSettleCheck{Node: gone.Node}), false))
-	require.True(t, w.watchesOn(gone.Node), "its own down has not come yet")
-	p.unconnected = map[gen.Atom]bool{gone.Node: true}
-	require.NoError(t, w.handle(fromSelf(p, nodeSettle{Node: gone.Node}), false), "the process goes on")
+	w, p, err := settleAfterEnd(t, false)
+	require.NoError(t, err, "the process goes on")
 	assert.False(t, p.unregistered, "with its name")
-	assert.False(t, w.watchesOn(gone.Node), "and nothing of the node")
+	assert.False(t, w.watchesOn(pid("b").Node), "and nothing of the node")
 }
 
 // A watcher does not ask the framework for a monitor on a node it has no
