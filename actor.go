@@ -615,8 +615,8 @@ func isTermination(err error) bool {
 // ProcessTerminate implements gen.ProcessBehavior.
 func (a *Actor) ProcessTerminate(reason error) {
 	if a.slot != nil {
-		a.slot.settle(true, 0, 0) // the hub speaks for no terminated actor
-		a.slot.share(grant{})     // nor waits for it to end a step
+		a.slot.settle(0, 0)   // the hub speaks for no terminated actor
+		a.slot.share(grant{}) // nor waits for it to end a step
 	}
 	for kind := range a.timers {
 		a.disarm(timerKind(kind))

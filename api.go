@@ -21,8 +21,8 @@ func (a *Actor) IsLeader() bool {
 	if a.state == nil {
 		return false
 	}
-	a.state.importShared(false) // what the node's hub recorded for it counts too
-	return a.state.leadingWhere(a.clock(), a.stillConnected)
+	// what the node's hub recorded for it since its last step counts too
+	return a.state.leadingWhere(a.clock(), a.stillConnected, a.state.peekShared())
 }
 
 // stillConnected reports whether m's acknowledgements may still count: its
@@ -48,10 +48,7 @@ func (a *Actor) LeaseExpiry() time.Time {
 	if a.state.quorum() <= 1 || a.state.switches.noResponseQuorum {
 		return a.clock().Add(actingLease(a.state.cfg))
 	}
-	if a.state.cfg.assumeSymmetricLoss == false {
-		return a.state.leaseUntil
-	}
-	return a.state.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && a.stillConnected(m) }, a.state.grewAt)
+	return a.state.actingUntil(a.stillConnected, a.state.peekShared())
 }
 
 // Leader returns the PID of the leader this node recognises: its own PID

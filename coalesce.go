@@ -226,27 +226,43 @@ type sharedView struct {
 	acksVersion, carriedVersion uint64
 }
 
-// settle withdraws every permission, if withdraw, and returns what the hub
-// recorded. The maps are copied only when the hub changed them since the
-// versions the caller has (most steps of most actors change nothing).
-func (s *slot) settle(withdraw bool, acksSeen, carriedSeen uint64) sharedView {
+// settle withdraws every permission and returns what the hub recorded,
+// handing its new rounds over to the election. The maps are
+// copied only when the hub changed them since the versions the caller has
+// (most steps of most actors change nothing).
+func (s *slot) settle(acksSeen, carriedSeen uint64) sharedView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var pongEnd time.Time
-	if withdraw {
-		if s.follow != (gen.PID{}) && s.board != nil && s.unboundFrom == "" {
-			s.unboundFrom = s.follow.Node
-			pongEnd = s.board.unbind(s.unboundFrom)
-		}
-		s.follow, s.followTerm = gen.PID{}, 0
-		s.lead, s.inStep = false, true
-		for i := range s.parked {
-			s.parked[i].active = false
-		}
+	if s.follow != (gen.PID{}) && s.board != nil && s.unboundFrom == "" {
+		s.unboundFrom = s.follow.Node
+		pongEnd = s.board.unbind(s.unboundFrom)
 	}
-	v := sharedView{beatAt: s.beatAt, freshEnd: s.freshEnd, pongEnd: pongEnd, rounds: s.rounds, acksVersion: s.acksVersion, carriedVersion: s.carriedVersion}
+	s.follow, s.followTerm = gen.PID{}, 0
+	s.lead, s.inStep = false, true
+	for i := range s.parked {
+		s.parked[i].active = false
+	}
+	s.pongs = s.answeredPings(s.pongs[:0])
+	v := s.view(acksSeen, carriedSeen, s.rounds, s.pongs)
+	v.pongEnd = pongEnd
 	s.rounds = nil
-	v.pongs = s.answeredPings()
+	return v
+}
+
+// peek returns what the hub recorded for a leader's lease without changing
+// anything: IsLeader asks it between steps. The rounds and answered pings
+// are copies (the hub reuses its own lists).
+func (s *slot) peek(acksSeen uint64) sharedView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.view(acksSeen, s.carriedVersion, slices.Clone(s.rounds), s.answeredPings(nil))
+}
+
+// view is what the hub recorded, with rounds and pongs as given; s.mu is
+// held.
+func (s *slot) view(acksSeen, carriedSeen uint64, rounds []roundStamp, pongs []linkPong) sharedView {
+	v := sharedView{beatAt: s.beatAt, freshEnd: s.freshEnd, rounds: rounds, pongs: pongs, acksVersion: s.acksVersion, carriedVersion: s.carriedVersion}
 	if s.acksVersion != acksSeen {
 		v.acks = make(map[gen.Atom]uint64, len(s.links))
 		v.ackAt = make(map[gen.Atom]time.Time, len(s.links))
@@ -267,24 +283,23 @@ func (s *slot) settle(withdraw bool, acksSeen, carriedSeen uint64) sharedView {
 	return v
 }
 
-// answeredPings returns the answered pings that count as the followers'
-// acks of this leader's term (pings.go): the newest answer from a
-// follower's node, when it came no earlier than the answer that carried
+// answeredPings appends to list the answered pings that count as the
+// followers' acks of this leader's term (pings.go): the newest answer from
+// a follower's node, when it came no earlier than the answer that carried
 // the follower's newest ack and with the same epoch. s.mu is held.
-func (s *slot) answeredPings() []linkPong {
-	s.pongs = s.pongs[:0]
+func (s *slot) answeredPings(list []linkPong) []linkPong {
 	if s.board == nil || s.leadTerm == 0 {
-		return nil
+		return list
 	}
 	for _, l := range s.links {
 		if l.epochSet == false || l.ack == 0 {
 			continue
 		}
 		if p, ok := s.board.latestFrom(l.node); ok && p.epoch == l.epoch && p.index >= l.mark {
-			s.pongs = append(s.pongs, linkPong{node: l.node, pid: l.pid, sent: p.sent, fresh: p.fresh})
+			list = append(list, linkPong{node: l.node, pid: l.pid, sent: p.sent, fresh: p.fresh})
 		}
 	}
-	return s.pongs
+	return list
 }
 
 // grant is what an actor allows its hub until its next step.
@@ -340,17 +355,14 @@ func (s *slot) share(g grant) {
 }
 
 // settleShared is the start of every step: the hub's permissions are taken
-// back, and what it did under them becomes part of the state.
-func (e *election) settleShared() { e.importShared(true) }
-
-// importShared reads what the hub recorded into the state; with withdraw,
-// the hub's permissions end first (the start of a step). IsLeader reads
-// without withdrawing: a lease renewed through the hub counts at once.
-func (e *election) importShared(withdraw bool) {
+// back, and what it did under them becomes part of the state. It is the
+// only way the hub's records enter the election; IsLeader reads them
+// without taking them in (peekShared).
+func (e *election) settleShared() {
 	if e.shared == nil {
 		return
 	}
-	v := e.shared.settle(withdraw, e.acksSeen, e.carriedSeen)
+	v := e.shared.settle(e.acksSeen, e.carriedSeen)
 	if v.carried != nil {
 		e.carried, e.carriedSeen = v.carried, v.carriedVersion
 	}
@@ -382,46 +394,135 @@ func (e *election) importShared(withdraw bool) {
 		}
 	}
 	// A leader: the rounds the hub opened, and the acks they got.
-	if e.grantedLead != 0 && e.grantedLead == e.term && e.role == roleLeader {
-		for _, r := range v.rounds {
-			if r.round > e.round {
-				e.round = r.round
-				e.keepRecentRounds()
-				e.roundSent = append(e.roundSent, r)
-				e.lastHeartbeatOut = r.at
-			}
+	u := e.leadShare(v)
+	for _, r := range u.rounds {
+		e.round = r.round
+		e.keepRecentRounds()
+		e.roundSent = append(e.roundSent, r)
+		e.lastHeartbeatOut = r.at
+	}
+	for _, a := range u.acks {
+		m := a.member
+		e.roundTrip(m, a.round, a.at)
+		m.ackRound = a.round
+		if a.at.After(m.lastAck) {
+			m.lastAck = a.at
 		}
-		renewed := false
-		for node, n := range v.acks {
-			m, ok := e.members[node]
-			if ok == false || m.pid == (gen.PID{}) || n <= m.ackRound || n > e.round {
-				continue
-			}
-			at := v.ackAt[node]
-			e.roundTrip(m, n, at)
-			m.ackRound = n
-			if at.After(m.lastAck) {
-				m.lastAck = at
-			}
-			if at.After(m.lastHeard) {
-				m.lastHeard = at
-			}
-			m.ackTerm = e.term
-			m.awaitingSince = time.Time{}
-			renewed = true
+		if a.at.After(m.lastHeard) {
+			m.lastHeard = a.at
 		}
-		if e.cfg.assumeSymmetricLoss == false {
-			for _, p := range v.pongs {
-				if m, ok := e.members[p.node]; ok && m.pid == p.pid && p.sent.After(m.pongSent) {
-					m.pongSent, m.pongFresh = p.sent, p.fresh
-					renewed = true
-				}
-			}
-		}
-		if renewed {
-			e.renewLease()
+		m.ackTerm = e.term
+		m.awaitingSince = time.Time{}
+	}
+	for _, p := range u.pongs {
+		p.member.pongSent, p.member.pongFresh = p.sent, p.fresh
+	}
+	if len(u.acks) > 0 || len(u.pongs) > 0 {
+		e.renewLease()
+	}
+}
+
+// leadShare is what a leader's hub recorded that its election has not
+// taken in yet: the rounds it opened since, and for members the newer
+// acknowledged round and answered ping that count for the leader's term.
+// Both a step (importShared) and IsLeader (peekShared) read the hub
+// through it, so that they cannot disagree on what counts.
+type leadShare struct {
+	rounds []roundStamp
+	acks   []sharedAck
+	pongs  []sharedPong
+}
+
+// sharedAck is a member's round acknowledged through the hubs.
+type sharedAck struct {
+	member *member
+	round  uint64
+	at     time.Time
+}
+
+// sharedPong is an answered ping that counts as a member's ack (pings.go).
+type sharedPong struct {
+	member *member
+	sent   time.Time
+	fresh  time.Duration
+}
+
+// leadShare reads v for the leader of the current term, changing nothing:
+// empty unless this node leads the term it last granted the hub.
+func (e *election) leadShare(v sharedView) leadShare {
+	var u leadShare
+	if e.grantedLead == 0 || e.grantedLead != e.term || e.role != roleLeader {
+		return u
+	}
+	top := e.round
+	for _, r := range v.rounds {
+		if r.round > top {
+			u.rounds = append(u.rounds, r)
+			top = r.round
 		}
 	}
+	for node, n := range v.acks {
+		m, ok := e.members[node]
+		if ok == false || m.pid == (gen.PID{}) || n <= m.ackRound || n > top {
+			continue
+		}
+		u.acks = append(u.acks, sharedAck{member: m, round: n, at: v.ackAt[node]})
+	}
+	if e.cfg.assumeSymmetricLoss == false {
+		for _, p := range v.pongs {
+			if m, ok := e.members[p.node]; ok && m.pid == p.pid && p.sent.After(m.pongSent) {
+				u.pongs = append(u.pongs, sharedPong{member: m, sent: p.sent, fresh: p.fresh})
+			}
+		}
+	}
+	return u
+}
+
+// peekShared is leadShare of what the hub holds now, for a query between
+// steps; nil when the hub records nothing for this node's leadership.
+func (e *election) peekShared() *leadShare {
+	if e.shared == nil || e.grantedLead == 0 || e.grantedLead != e.term || e.role != roleLeader {
+		return nil
+	}
+	u := e.leadShare(e.shared.peek(e.acksSeen))
+	return &u
+}
+
+// evidence is what a member's support of the leader rests on: its newest
+// acknowledged round and its node's newest answered ping that counts for
+// it, with what the hub recorded since the last step (u, if any) on top.
+func (e *election) evidence(m *member, u *leadShare) (ackRound uint64, pongSent time.Time, pongFresh time.Duration) {
+	ackRound, pongSent, pongFresh = m.ackRound, m.pongSent, m.pongFresh
+	if u == nil {
+		return
+	}
+	for _, a := range u.acks {
+		if a.member == m {
+			ackRound = a.round
+		}
+	}
+	for _, p := range u.pongs {
+		if p.member == m {
+			pongSent, pongFresh = p.sent, p.fresh
+		}
+	}
+	return
+}
+
+// stampIn returns the stamp of round n of the current term, among the
+// rounds the election took in and, if u, those the hub opened since.
+func (e *election) stampIn(n uint64, u *leadShare) (roundStamp, bool) {
+	if s, ok := e.stampOf(n); ok {
+		return s, true
+	}
+	if u != nil {
+		for _, s := range u.rounds {
+			if s.round == n {
+				return s, true
+			}
+		}
+	}
+	return roundStamp{}, false
 }
 
 // shareState is the end of every step: the hub may act for this actor again

@@ -218,7 +218,7 @@ func TestHubOpensRoundsForALeaderInTheMiddleOfAStep(t *testing.T) {
 		}
 		return list
 	}
-	leader.settle(true, 0, 0) // the actor's step begins
+	leader.settle(0, 0) // the actor's step begins
 	h.tick()
 	require.Len(t, beats(), 1, "the round, during the step")
 	entries, malformed := unpackBeats(beats()[0])
@@ -232,7 +232,7 @@ func TestHubOpensRoundsForALeaderInTheMiddleOfAStep(t *testing.T) {
 	assert.Empty(t, beats(), "no round once the step has lasted its grace")
 
 	leader.share(grant{lead: true, leadTerm: 2, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}}) // the step ends
-	leader.settle(true, 0, 0)                                                                          // and another begins
+	leader.settle(0, 0)                                                                                // and another begins
 	p.sent = nil
 	h.tick()
 	require.Len(t, beats(), 1, "a new step has its own grace")
@@ -279,7 +279,7 @@ func TestSlotSettleAndShare(t *testing.T) {
 	s.rounds = []roundStamp{{round: 2, at: t0}}
 	s.link(node("b")).ack = 2
 	s.acksVersion++
-	v := s.settle(true, 0, 0)
+	v := s.settle(0, 0)
 	assert.False(t, s.lead)
 	assert.Equal(t, gen.PID{}, s.follow)
 	assert.Equal(t, []roundStamp{{round: 2, at: t0}}, v.rounds)
@@ -316,9 +316,12 @@ func TestAckSentByTheHubIsTheFollowersPromise(t *testing.T) {
 	assert.False(t, sentTo[msgVoteReply](out, "c")[0].Granted, "promised to b since the hub's answer")
 }
 
-// A leader's hub opened rounds and got a quorum's acks: at the leader's
-// next step (or when it asks IsLeader) they renew its lease from the
-// round's send time.
+// A leader's hub opened rounds and got a quorum's acks: they renew its
+// lease from the round's send time at once, when it asks IsLeader between
+// steps, which takes nothing in (a pure query), and again at its next
+// step, which takes them in and must agree. Breaks: IsLeader waiting for a
+// step (a renewed lease reads as lost), or IsLeader consuming the hub's
+// records.
 func TestRoundsTheHubOpenedRenewTheLease(t *testing.T) {
 	h := leaderOfThree(t)
 	h.e.shared = &slot{cluster: "c", actor: pid("a")}
@@ -333,10 +336,21 @@ func TestRoundsTheHubOpenedRenewTheLease(t *testing.T) {
 	b.ack, b.ackAt = next, sent.Add(time.Millisecond)
 	h.e.shared.acksVersion++
 	h.advance(2 * time.Millisecond)
+	require.False(t, h.e.leading(h.now), "the lease of the last step ran out")
+
+	round, lease, acked := h.e.round, h.e.leaseUntil, h.e.members[node("b")].ackRound
+	assert.True(t, h.e.leadingWhere(h.now, nil, h.e.peekShared()), "the hub's round counts between steps")
+	assert.Equal(t, sent.Add(actingLease(h.e.cfg)), h.e.actingUntil(nil, h.e.peekShared()))
+	assert.Equal(t, round, h.e.round, "the query took nothing in")
+	assert.Equal(t, lease, h.e.leaseUntil, "the query renewed nothing")
+	assert.Len(t, h.e.shared.rounds, 1, "the hub still holds the round for the next step")
+	assert.Equal(t, acked, h.e.members[node("b")].ackRound, "nor did it take the ack")
+
 	h.e.now = h.now
-	h.e.importShared(false)
+	h.e.settleShared()
 	assert.Equal(t, next, h.e.round)
-	assert.Equal(t, sent.Add(actingLease(h.e.cfg)), h.e.leaseUntil, "the lease runs from the hub's round")
+	assert.Equal(t, sent.Add(actingLease(h.e.cfg)), h.e.leaseUntil, "the step agrees with the query")
+	assert.True(t, h.e.leading(h.now))
 }
 
 // assertAcks checks that message is a msgBeatAcks holding exactly acks, in

@@ -490,37 +490,42 @@ func (e *election) renewLease() {
 		e.leaseUntil = e.holdUntil
 		return
 	}
-	counts := func(*member) bool { return true }
-	if e.cfg.assumeSymmetricLoss {
-		counts = func(m *member) bool { return m.pid != (gen.PID{}) }
-	}
-	e.leaseUntil = e.leaseWhere(counts, e.grewAt)
-	if sent, ok := e.quorumRound(func(*member) bool { return true }, time.Time{}); ok {
+	e.leaseUntil = e.leaseWhere(e.leaseCounts, e.grewAt, nil)
+	if sent, ok := e.quorumRound(func(*member) bool { return true }, time.Time{}, nil); ok {
 		e.holdUntil = sent.at.Add(holdingLease(e.cfg))
 	}
+}
+
+// leaseCounts reports whether m's acknowledgements count toward the acting
+// lease: every member's, except that with AssumeSymmetricConnectionLoss only
+// those of members whose connection is up.
+func (e *election) leaseCounts(m *member) bool {
+	return e.cfg.assumeSymmetricLoss == false || m.pid != (gen.PID{})
 }
 
 // quorumRound returns the send time of the newest round that a quorum of
 // the view acknowledged, counting this node and the members for which
 // counts reports true; ok is false when they are not a quorum. Only rounds
-// sent at or after since count.
-func (e *election) quorumRound(counts func(*member) bool, since time.Time) (sent roundStamp, ok bool) {
+// sent at or after since count. u, if not nil, adds what the hub recorded
+// since the last step (leadShare).
+func (e *election) quorumRound(counts func(*member) bool, since time.Time, u *leadShare) (sent roundStamp, ok bool) {
 	need := e.quorum() - 1
 	var rounds []uint64
 	for _, m := range e.members {
-		if m.ackRound == 0 || counts(m) == false {
+		ackRound, _, _ := e.evidence(m, u)
+		if ackRound == 0 || counts(m) == false {
 			continue
 		}
-		if at, ok := e.sentAt(m.ackRound); ok == false || at.Before(since) {
+		if s, ok := e.stampIn(ackRound, u); ok == false || s.at.Before(since) {
 			continue
 		}
-		rounds = append(rounds, m.ackRound)
+		rounds = append(rounds, ackRound)
 	}
 	if need <= 0 || len(rounds) < need {
 		return roundStamp{}, false
 	}
 	slices.Sort(rounds)
-	return e.stampOf(rounds[len(rounds)-need])
+	return e.stampIn(rounds[len(rounds)-need], u)
 }
 
 // stampOf returns the stamp of round n of the current term.
@@ -535,10 +540,11 @@ func (e *election) stampOf(n uint64) (roundStamp, bool) {
 
 // leaseWhere is the end of the acting lease that the acknowledgements of
 // the members for which counts reports true give, or the zero time when
-// they are not a quorum.
-func (e *election) leaseWhere(counts func(*member) bool, since time.Time) time.Time {
+// they are not a quorum. u, if not nil, adds what the hub recorded since
+// the last step.
+func (e *election) leaseWhere(counts func(*member) bool, since time.Time, u *leadShare) time.Time {
 	if e.cfg.assumeSymmetricLoss {
-		sent, ok := e.quorumRound(counts, since)
+		sent, ok := e.quorumRound(counts, since, u)
 		if ok == false {
 			return time.Time{}
 		}
@@ -558,14 +564,15 @@ func (e *election) leaseWhere(counts func(*member) bool, since time.Time) time.T
 		if counts(m) == false {
 			continue
 		}
+		ackRound, pongSent, pongFresh := e.evidence(m, u)
 		var end time.Time
-		if m.ackRound != 0 {
-			if s, ok := e.stampOf(m.ackRound); ok && s.at.Before(since) == false {
+		if ackRound != 0 {
+			if s, ok := e.stampIn(ackRound, u); ok && s.at.Before(since) == false {
 				end = s.at.Add(actingFor(e.cfg, s.fresh))
 			}
 		}
-		if m.pongSent.IsZero() == false && m.pongSent.Before(since) == false {
-			if t := m.pongSent.Add(actingFor(e.cfg, m.pongFresh)); t.After(end) {
+		if pongSent.IsZero() == false && pongSent.Before(since) == false {
+			if t := pongSent.Add(actingFor(e.cfg, pongFresh)); t.After(end) {
 				end = t
 			}
 		}
@@ -616,7 +623,7 @@ func (e *election) reachable() int {
 // leader and its lease has not run out. With the reference quorum rule (a
 // test switch) the role alone decides, as in the documented protocol.
 func (e *election) leading(now time.Time) bool {
-	return e.leadingWhere(now, nil)
+	return e.leadingWhere(now, nil, nil)
 }
 
 // leadingWhere is leading with the connections as the framework reports
@@ -624,18 +631,33 @@ func (e *election) leading(now time.Time) bool {
 // consults: there a leader busy in a long callback, or stalled, has not yet
 // handled the downs that the other ends of its lost connections already act
 // on, but what it asks IsLeader must already see them. By default the lease
-// alone decides, whatever the connections.
-func (e *election) leadingWhere(now time.Time, connected func(*member) bool) bool {
+// alone decides, whatever the connections. u, if not nil, adds what the
+// hub recorded since the last step: a lease renewed through the hub counts
+// at once. It changes nothing.
+func (e *election) leadingWhere(now time.Time, connected func(*member) bool, u *leadShare) bool {
 	if e.role != roleLeader {
 		return false
 	}
 	if e.switches.noResponseQuorum || e.quorum() <= 1 {
 		return true
 	}
-	if now.Before(e.leaseUntil) == false || connected == nil || e.cfg.assumeSymmetricLoss == false {
-		return now.Before(e.leaseUntil)
+	return now.Before(e.actingUntil(connected, u))
+}
+
+// actingUntil is the end of the acting lease as of the last step, with u
+// on top if not nil, and with AssumeSymmetricConnectionLoss only over the
+// members connected reports as connected (if not nil). It is what the
+// next step's renewLease would make of the same records: the same quorum
+// count over the same evidence (leaseWhere). It changes nothing.
+func (e *election) actingUntil(connected func(*member) bool, u *leadShare) time.Time {
+	lease := e.leaseUntil
+	if u != nil && (len(u.acks) > 0 || len(u.pongs) > 0) {
+		lease = e.leaseWhere(e.leaseCounts, e.grewAt, u)
 	}
-	return now.Before(e.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && connected(m) }, e.grewAt))
+	if connected == nil || e.cfg.assumeSymmetricLoss == false {
+		return lease
+	}
+	return e.leaseWhere(func(m *member) bool { return m.pid != (gen.PID{}) && connected(m) }, e.grewAt, u)
 }
 
 // checkLease stands the leader down once its lease has run out, or once

@@ -69,7 +69,7 @@ func (p *pingPair) tick() uint64 {
 // counted returns the send time of the answered ping that counts as the
 // follower's ack of the leader, zero when none does.
 func (p *pingPair) counted() time.Time {
-	v := p.lead.settle(false, 0, 0)
+	v := p.lead.peek(0)
 	for _, pong := range v.pongs {
 		if pong.node == node("b") && pong.pid == pid("b") {
 			return pong.sent
@@ -93,7 +93,7 @@ func TestPingsCountOnlyWhileTheFollowerIsBound(t *testing.T) {
 	assert.Equal(t, uint64(1), p.lead.round, "no round was opened for it")
 
 	// the follower's step begins: it may be about to grant someone else
-	view := p.follower.settle(true, 0, 0)
+	view := p.follower.settle(0, 0)
 	assert.Equal(t, p.now.Add(15*time.Millisecond), view.pongEnd, "the step reads the end of the pings answered so far into its promise")
 	pinged := p.now
 	p.now = p.now.Add(5 * time.Millisecond)
@@ -109,7 +109,7 @@ func TestPingsCountOnlyWhileTheFollowerIsBound(t *testing.T) {
 	assert.Equal(t, p.now, p.counted(), "bound again, its pings count again")
 
 	// a step that ends with another permission (it follows nobody now)
-	p.follower.settle(true, 0, 0)
+	p.follower.settle(0, 0)
 	p.follower.share(grant{})
 	for range 3 {
 		p.now = p.now.Add(5 * time.Millisecond)
@@ -145,8 +145,8 @@ func TestTheEpochRisesWhenAFollowerMayHaveDefected(t *testing.T) {
 func TestAFollowerThatLosesItsHubStopsCounting(t *testing.T) {
 	p := newPingPair(t)
 	p.tick()
-	p.follower.settle(true, 0, 0) // hubDown: a step begins ...
-	p.follower.share(grant{})     // ... and the slot is dropped with nothing granted
+	p.follower.settle(0, 0)   // hubDown: a step begins ...
+	p.follower.share(grant{}) // ... and the slot is dropped with nothing granted
 	for range 3 {
 		p.now = p.now.Add(5 * time.Millisecond)
 		p.tick()
