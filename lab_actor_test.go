@@ -217,6 +217,7 @@ type labActor struct {
 	listed      map[gen.Atom]bool
 	unlisted    map[gen.Atom]bool // unlisted or left since: the start's staggered join skips them
 	discovering bool
+	leading     bool // since HandleBecomeLeader, until its work stopped (endWork)
 }
 
 func (a *labActor) Init(args ...any) (Options, error) {
@@ -309,13 +310,28 @@ func (a *labActor) emit(kind string, leader gen.PID, detail string) {
 }
 
 func (a *labActor) HandleBecomeLeader() error {
+	a.leading = true
 	a.emit("leader", a.PID(), "")
 	return nil
 }
 
 func (a *labActor) HandleBecomeFollower(leader gen.PID) error {
+	a.endWork()
 	a.emit("follower", leader, "")
 	return nil
+}
+
+// endWork writes the work log's end record when this node led: leadership
+// ends here, as the documentation says, and a handover runs it before it
+// tells the successor, so the last unit of work ends now (lab.WorkLog.End).
+func (a *labActor) endWork() {
+	if a.leading == false {
+		return
+	}
+	a.leading = false
+	if err := a.child.WorkLog().End(a.Term(), time.Now()); err != nil {
+		a.Log().Error("lab: work log: %s", err)
+	}
 }
 
 func (a *labActor) HandlePeerJoined(peer gen.PID) error {
@@ -329,5 +345,6 @@ func (a *labActor) HandlePeerLeft(peer gen.PID) error {
 }
 
 func (a *labActor) Terminate(reason error) {
+	a.endWork()
 	a.emit("terminate", gen.PID{}, fmt.Sprint(reason))
 }

@@ -260,7 +260,9 @@ func (c *Child) start() error {
 	// nothing depends on which process serves port 4499.
 	for _, p := range c.cfg.Peers {
 		route := gen.NetworkRoute{Route: gen.Route{Host: p.IP, Port: p.Port}, Cookie: c.cfg.Cookie}
-		if err := node.Network().AddRoute("^"+regexp.QuoteMeta(p.Name)+"$", route, 100); err != nil {
+		// by host: a peer's namespace may come back under a new node name
+		// (Node.RestartAs), as a rescheduled pod does
+		if err := node.Network().AddRoute("^[^@]+@"+regexp.QuoteMeta(p.IP)+"$", route, 100); err != nil {
 			return fmt.Errorf("route to %s: %w", p.Name, err)
 		}
 	}

@@ -350,6 +350,20 @@ func (n *Node) Restart() {
 	}
 }
 
+// RestartAs starts a new incarnation of a node that exited under a new
+// node name, in the same namespace and at the same address (a pod
+// rescheduled under a new name), waits until it is ready and tells it to
+// go. The other nodes route the new name already (by host); they learn it
+// only when the test tells them (a discovery's Join).
+func (n *Node) RestartAs(name string) {
+	n.c.t.Helper()
+	if n.Alive() {
+		n.c.t.Fatalf("lab: restart %s as %s: it is still running", n.Name, name)
+	}
+	n.Name = name
+	n.Restart()
+}
+
 func (n *Node) kill() {
 	n.mu.Lock()
 	proc := n.proc

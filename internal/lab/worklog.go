@@ -17,7 +17,9 @@ import (
 //
 // A record is one line "<unix ns> <term> <node>\n" written with a single
 // write(2) on an O_APPEND descriptor, so lines of concurrent writers never
-// interleave (a local file system appends each such write atomically).
+// interleave (a local file system appends each such write atomically). A
+// line "<unix ns> <term> <node> end" says that the node's leader-only work
+// stopped at that instant (WorkLog.End).
 
 // WorkLog appends records to the shared file for one node.
 type WorkLog struct {
@@ -52,11 +54,26 @@ func (w *WorkLog) Record(term uint64, at time.Time) error {
 	return err
 }
 
+// End records that the node's leader-only work stopped at "at": its
+// HandleBecomeFollower or Terminate ran, so none of its work runs after it.
+// It ends the node's last unit of work early (FindOverlaps): a graceful
+// handover runs HandleBecomeFollower before it tells the successor, and
+// can then be faster than one tick.
+func (w *WorkLog) End(term uint64, at time.Time) error {
+	if w == nil {
+		return nil
+	}
+	line := strconv.FormatInt(at.UnixNano(), 10) + " " + strconv.FormatUint(term, 10) + " " + w.node + " end\n"
+	_, err := w.f.WriteString(line)
+	return err
+}
+
 // WorkRecord is one line of the work log.
 type WorkRecord struct {
 	At   time.Time
 	Term uint64
 	Node string
+	End  bool // the node's work stopped at At (WorkLog.End)
 }
 
 // ReadWorkLog reads the records of a work log, ordered by time.
@@ -73,7 +90,7 @@ func ReadWorkLog(path string) ([]WorkRecord, error) {
 	scanner := bufio.NewScanner(f)
 	for line := 1; scanner.Scan(); line++ {
 		fields := strings.Fields(scanner.Text())
-		if len(fields) != 3 {
+		if len(fields) != 3 && (len(fields) != 4 || fields[3] != "end") {
 			return nil, fmt.Errorf("lab: work log line %d: %q is not \"<ns> <term> <node>\"", line, scanner.Text())
 		}
 		ns, err1 := strconv.ParseInt(fields[0], 10, 64)
@@ -81,7 +98,7 @@ func ReadWorkLog(path string) ([]WorkRecord, error) {
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("lab: work log line %d: %q is not \"<ns> <term> <node>\"", line, scanner.Text())
 		}
-		records = append(records, WorkRecord{At: time.Unix(0, ns), Term: term, Node: fields[2]})
+		records = append(records, WorkRecord{At: time.Unix(0, ns), Term: term, Node: fields[2], End: len(fields) == 4})
 	}
 	if err := scanner.Err(); err != nil {
 		return nil, err
@@ -119,15 +136,18 @@ func (o Overlap) String() string {
 
 // FindOverlaps reports the times at which two different nodes both did
 // leader-only work. A record at t stands for the unit of work of one tick,
-// [t, t+tick]; each interval is widened by margin at its end (see
-// DefaultMargin); a node's intervals are merged, and every intersection of
-// two nodes' merged intervals is an Overlap, ordered by start. A graceful
-// handover faster than one tick therefore counts too: the old leader's last
-// unit of work was still running when the new one started.
+// [t, t+tick], unless the node's end record (WorkLog.End) at e comes
+// first: then it lasts until e; each interval is widened by margin at its
+// end (see DefaultMargin); a node's intervals are merged, and every
+// intersection of two nodes' merged intervals is an Overlap, ordered by
+// start. A handover faster than one tick counts unless the old leader's
+// work had stopped before the new one started; a process that dies writes
+// no end record, and its last unit of work runs its full tick.
 func FindOverlaps(records []WorkRecord, tick, margin time.Duration) []Overlap {
 	type span struct {
 		start, end  time.Time
-		first, last uint64 // terms
+		lastAt      time.Time // the last record's
+		first, last uint64    // terms
 	}
 	spans := map[string][]span{}
 	sorted := slices.Clone(records)
@@ -135,15 +155,25 @@ func FindOverlaps(records []WorkRecord, tick, margin time.Duration) []Overlap {
 	for _, r := range sorted {
 		end := r.At.Add(tick + margin)
 		list := spans[r.Node]
+		if r.End {
+			// never before the node's last record: an end record only
+			// shortens the unit of work that record began
+			if n := len(list); n > 0 {
+				if stop := later(r.At, list[n-1].lastAt).Add(margin); stop.Before(list[n-1].end) {
+					list[n-1].end = stop
+				}
+			}
+			continue
+		}
 		if n := len(list); n > 0 && r.At.After(list[n-1].end) == false {
 			if end.After(list[n-1].end) {
 				list[n-1].end = end
 			}
-			list[n-1].last = r.Term
+			list[n-1].last, list[n-1].lastAt = r.Term, r.At
 			spans[r.Node] = list
 			continue
 		}
-		spans[r.Node] = append(list, span{start: r.At, end: end, first: r.Term, last: r.Term})
+		spans[r.Node] = append(list, span{start: r.At, end: end, lastAt: r.At, first: r.Term, last: r.Term})
 	}
 	nodes := make([]string, 0, len(spans))
 	for node := range spans {
@@ -201,6 +231,9 @@ func WorkSummary(records []WorkRecord) string {
 	}
 	var runs []run
 	for _, r := range records {
+		if r.End {
+			continue
+		}
 		k := key{r.Node, r.Term}
 		if n := len(runs); n > 0 && runs[n-1].key == k {
 			runs[n-1].count++

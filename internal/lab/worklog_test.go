@@ -19,12 +19,13 @@ func TestWorkLogRoundTrip(t *testing.T) {
 	}
 	a.Record(1, base.Add(10*time.Millisecond))
 	b.Record(2, base.Add(5*time.Millisecond))
+	a.End(1, base.Add(12*time.Millisecond))
 	records, err := ReadWorkLog(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(records) != 2 || records[0].Node != "b@x" || records[0].Term != 2 || records[1].Node != "a@x" ||
-		records[1].At.Equal(base.Add(10*time.Millisecond)) == false {
+	if len(records) != 3 || records[0].Node != "b@x" || records[0].Term != 2 || records[1].Node != "a@x" ||
+		records[1].At.Equal(base.Add(10*time.Millisecond)) == false || records[1].End || records[2].End == false {
 		t.Fatalf("records %+v", records)
 	}
 }
@@ -52,6 +53,15 @@ func TestFindOverlaps(t *testing.T) {
 		{"just apart", append(run("a", 1, 0, 100, 5), run("b", 2, 107, 200, 5)...), nil},
 		// a's last unit of work [100, 105] (+1) is still running at 103
 		{"handover inside a tick", append(run("a", 1, 0, 100, 5), run("b", 2, 103, 200, 5)...), []time.Duration{3 * time.Millisecond}},
+		// a handed over at 101 (its end record): its work stopped before
+		// b's began
+		{"handover after the end", append(append(run("a", 1, 0, 100, 5), WorkRecord{At: ms(101), Term: 1, Node: "a", End: true}), run("b", 2, 103, 200, 5)...), nil},
+		// an end record after b began hides nothing: a's work ran until it
+		{"end after the successor began", append(append(run("a", 1, 0, 100, 5), WorkRecord{At: ms(104), Term: 1, Node: "a", End: true}), run("b", 2, 103, 200, 5)...),
+			[]time.Duration{2 * time.Millisecond}},
+		// a late end record changes nothing, nor does one of a node that
+		// did no work
+		{"late end", append(append(run("a", 1, 0, 100, 5), WorkRecord{At: ms(300), Term: 1, Node: "a", End: true}), run("b", 2, 103, 200, 5)...), []time.Duration{3 * time.Millisecond}},
 		// a resumed stalled leader does two more units while b leads
 		{"resumed leader", append(append(run("a", 1, 0, 100, 5), run("b", 2, 400, 900, 5)...), run("a", 1, 700, 705, 5)...),
 			[]time.Duration{11 * time.Millisecond}},
