@@ -22,32 +22,45 @@ import (
 // HandleBecomeLeader: logged as p50/p90/max for crashes and graceful stops
 // (the figures of docs/performance.md), not asserted. Asserted: every round
 // is led again, all five agree once the new node has joined, and no two
-// nodes ever did leader-only work at once (the shared work log).
+// nodes ever did leader-only work at once (the shared work log). The same
+// runs again with Options.AssumeSymmetricConnectionLoss, the opt-in fast
+// path, to compare with: a crash here is a killed process, whose
+// connections both ends see end, which is the fault that opt-in assumes.
 //
 //	LEADER_LAB_ROUNDS=50 go test -run TestLabFailoverUnderMembershipChurn -v .
 func TestLabFailoverUnderMembershipChurn(t *testing.T) {
 	lab.Require(t)
-	const size = 5
-	tm := labDefaultTimings
-	rounds := labRounds(6)
-	params := tm.params(3)
-	params[labParamDiscover] = "50"
-	c := lab.Start(t, lab.Config{Nodes: size, Params: params})
-	var crashes, stops []time.Duration
-	changes := 0
-	for round := 1; round <= rounds; round++ {
-		r := labChurnRound(t, c, size, round)
-		if r.graceful {
-			stops = append(stops, r.gap)
-		} else {
-			crashes = append(crashes, r.gap)
-		}
-		changes += r.changes
-		t.Logf("round %d: %s", round, r)
+	for _, mode := range []struct {
+		name      string
+		symmetric bool
+	}{{"lease", false}, {"symmetric_loss_opt_in", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			const size = 5
+			tm := labDefaultTimings
+			rounds := labRounds(6)
+			params := tm.params(3)
+			params[labParamDiscover] = "50"
+			if mode.symmetric {
+				params[labParamSymmetricLoss] = "1"
+			}
+			c := lab.Start(t, lab.Config{Nodes: size, Params: params})
+			var crashes, stops []time.Duration
+			changes := 0
+			for round := 1; round <= rounds; round++ {
+				r := labChurnRound(t, c, size, round)
+				if r.graceful {
+					stops = append(stops, r.gap)
+				} else {
+					crashes = append(crashes, r.gap)
+				}
+				changes += r.changes
+				t.Logf("round %d: %s", round, r)
+			}
+			t.Logf("membership churn on node processes (%s), %d nodes, default timings (%d/%d/%d ms), discovery every 50 ms, %d rounds: crash (SIGKILL) until another node leads %s; graceful stop until another node leads %s; leader changes while the new node joined: %d",
+				mode.name, size, tm.min, tm.max, tm.hb, rounds, clSummary(crashes), clSummary(stops), changes)
+			labRequireNoOverlaps(t, c)
+		})
 	}
-	t.Logf("membership churn on node processes, %d nodes, default timings (%d/%d/%d ms), discovery every 50 ms, %d rounds: crash (SIGKILL) until another node leads %s; graceful stop until another node leads %s; leader changes while the new node joined: %d",
-		size, tm.min, tm.max, tm.hb, rounds, clSummary(crashes), clSummary(stops), changes)
-	labRequireNoOverlaps(t, c)
 }
 
 // labChurn is one round of TestLabFailoverUnderMembershipChurn.
