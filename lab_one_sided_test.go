@@ -42,6 +42,13 @@ const (
 	// aborted on both sides (lab.CutAbort), and resumed after twice
 	// ElectionTimeoutMax, when the followers have elected
 	labLeaderStalledAtCut
+	// the leader's process is confined to a tenth of one CPU (a cgroup's
+	// quota: 10 ms of every 100 ms, as a container's CPU limit) as every
+	// link of it is aborted on both sides (lab.CutAbort): it runs in
+	// bursts, so its timers, its reading of the aborts and its own checks
+	// of the clock all come late, again and again; the quota is lifted
+	// when the followers have elected
+	labLeaderThrottledAtCut
 )
 
 func (f labOneSidedFault) String() string {
@@ -50,6 +57,8 @@ func (f labOneSidedFault) String() string {
 		return "abort-unseen-by-leader"
 	case labResetsDropped:
 		return "resets-dropped"
+	case labLeaderThrottledAtCut:
+		return "leader-throttled-at-cut"
 	}
 	return "leader-stalled-at-cut"
 }
@@ -72,6 +81,11 @@ func TestLabOneSidedLeaderStalledAtCut(t *testing.T) {
 	labRequireNoOneSidedOverlaps(t, labLeaderStalledAtCut)
 }
 
+func TestLabOneSidedLeaderThrottledAtCut(t *testing.T) {
+	lab.Require(t)
+	labRequireNoOneSidedOverlaps(t, labLeaderThrottledAtCut)
+}
+
 // TestLabOneSidedSymmetricLossOptIn runs the same faults with
 // AssumeSymmetricConnectionLoss on and counts the overlaps (LEADER_LAB_COMPARE=1
 // only; the opt-in is expected to overlap where its assumption breaks).
@@ -80,7 +94,7 @@ func TestLabOneSidedSymmetricLossOptIn(t *testing.T) {
 		t.Skip("a comparison, not a test: set LEADER_LAB_COMPARE=1 to run it")
 	}
 	lab.Require(t)
-	for _, fault := range []labOneSidedFault{labAbortUnseenByLeader, labResetsDropped, labLeaderStalledAtCut} {
+	for _, fault := range []labOneSidedFault{labAbortUnseenByLeader, labResetsDropped, labLeaderStalledAtCut, labLeaderThrottledAtCut} {
 		t.Run(fault.String(), func(t *testing.T) {
 			overlaps := labOneSided(t, fault, true)
 			labLogCompare(t, fault, true, overlaps)
@@ -136,6 +150,7 @@ func labOneSided(t *testing.T, fault labOneSidedFault, symmetric bool) []lab.Ove
 
 	followers := c.All(leader)
 	var stalledAt time.Time
+	var lift func()
 	switch fault {
 	case labAbortUnseenByLeader:
 		c.PartitionWith(lab.CutAbortOneSided, []int{leader}, followers)
@@ -144,6 +159,11 @@ func labOneSided(t *testing.T, fault labOneSidedFault, symmetric bool) []lab.Ove
 	case labLeaderStalledAtCut:
 		stalledAt = c.Node(leader).Stall()
 		c.PartitionWith(lab.CutAbort, []int{leader}, followers)
+	case labLeaderThrottledAtCut:
+		var how string
+		lift, how = c.Node(leader).LimitCPU(0.1)
+		c.PartitionWith(lab.CutAbort, []int{leader}, followers)
+		t.Logf("%s's CPU limited to a tenth by %s", leaderName, how)
 	}
 	// from here on, times are from the first route or rule of the cut
 	cutAt, abortedAt := c.LastCut()
@@ -170,10 +190,18 @@ func labOneSided(t *testing.T, fault labOneSidedFault, symmetric bool) []lab.Ove
 	}
 	t.Logf("%s won term %d %s after the cut", nextName, nextTerm, labMs(won.Time().Sub(cutAt)))
 
-	if fault == labLeaderStalledAtCut {
+	switch fault {
+	case labLeaderStalledAtCut:
 		resumedAt := c.Node(leader).Resume()
 		t.Logf("resumed %s after %s", leaderName, labMs(resumedAt.Sub(stalledAt)))
-	} else {
+	case labLeaderThrottledAtCut:
+		// a while longer under the quota, with the new leader working:
+		// a throttled leader that still believed it led would record
+		// work in its next bursts
+		labAwaitWork(t, c, c.Node(next).Name, nextTerm, 40)
+		lift()
+		t.Logf("lifted %s's CPU quota %s after the cut", leaderName, labMs(time.Since(cutAt)))
+	default:
 		// The premise: the cut was one-sided. Had a reset reached the
 		// leader, its runtime would have reported the end of its links
 		// within milliseconds; its own reset of a silent link
