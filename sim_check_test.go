@@ -56,7 +56,7 @@ type checker struct {
 	// terms won a second time over one view that sharedOnlyForgotten
 	// excused
 	wonAgainUnvouched int
-	maxTerm       uint64
+	maxTerm           uint64
 
 	// hooks run after every event's checks until they return true: the
 	// nemesis scenarios (sim_nemesis_test.go) act through them at a chosen
