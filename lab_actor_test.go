@@ -35,6 +35,9 @@ const (
 	labParamGhost    = "ghost_ttl"
 	labParamTick     = "tick_ms"
 	labParamDiscover = "discover_ms"
+	// labParamJoinOnly (comma-separated node names) replaces the peers a
+	// node joins when it starts: a discovery that lists only those
+	labParamJoinOnly = "join_only"
 	// labParamSymmetricLoss (any non-empty value) turns on
 	// Options.AssumeSymmetricConnectionLoss, the opt-in that trades the
 	// assumption that both ends of a lost connection notice it together
@@ -100,6 +103,10 @@ func labProgram() lab.Program {
 			// behind it in the actor's watcher. So each node joins the
 			// nodes before it at once and the ones after it a little later,
 			// when they have dialed it already.
+			if only := c.Param(labParamJoinOnly); only != "" {
+				_, err := labCall(c, "join", strings.Split(only, ","))
+				return err
+			}
 			var before, after []string
 			for _, p := range c.Peers() {
 				if c.Index() > labPeerIndex(c, p) {

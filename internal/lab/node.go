@@ -33,6 +33,9 @@ type Node struct {
 	stalled     bool
 	started     bool
 	exitedAt    time.Time
+	// params of this node's next starts on top of Config.Params
+	// (RestartWith)
+	params map[string]string
 }
 
 func (n *Node) logFile(incarnation int) string {
@@ -48,7 +51,7 @@ func (n *Node) spawn() error {
 	}
 	config, err := json.Marshal(childConfig{
 		Index: n.Index, Name: n.Name, IP: n.IP, Port: n.c.cfg.Port, Cookie: n.c.cfg.Cookie,
-		Peers: peers, Params: n.c.cfg.Params, WorkLog: n.c.worklog,
+		Peers: peers, Params: n.mergedParams(), WorkLog: n.c.worklog,
 		Pingers: n.c.cfg.Pingers, Poll: n.c.cfg.Poll,
 	})
 	if err != nil {
@@ -348,6 +351,29 @@ func (n *Node) Restart() {
 	if _, err := n.Do(OpGo); err != nil {
 		n.c.t.Fatalf("lab: restart %s: go: %v", n.Name, err)
 	}
+}
+
+// mergedParams is Config.Params with the node's own on top.
+func (n *Node) mergedParams() map[string]string {
+	if len(n.params) == 0 {
+		return n.c.cfg.Params
+	}
+	merged := make(map[string]string, len(n.c.cfg.Params)+len(n.params))
+	for k, v := range n.c.cfg.Params {
+		merged[k] = v
+	}
+	for k, v := range n.params {
+		merged[k] = v
+	}
+	return merged
+}
+
+// RestartWith restarts a node that exited (Restart) with params on top of
+// the cluster's for this start and the next ones.
+func (n *Node) RestartWith(params map[string]string) {
+	n.c.t.Helper()
+	n.params = params
+	n.Restart()
 }
 
 // RestartAs starts a new incarnation of a node that exited under a new
