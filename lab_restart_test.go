@@ -118,4 +118,3 @@ func labNames(c *lab.Cluster, idxs []int) string {
 	}
 	return strings.Join(names, ", ")
 }
-
