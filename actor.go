@@ -520,7 +520,7 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		a.watched(now, m)
 		return nil
 	case gen.MessageDownPID:
-		if from == m.PID && (a.hubDown(m.PID) || a.sharedWatcherDown(m.PID)) {
+		if from == m.PID && (a.hubDown(m.PID, m.Reason) || a.sharedWatcherDown(m.PID)) {
 			return nil
 		}
 		// The actor monitors nothing else itself (the watcher does), so a

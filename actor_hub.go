@@ -89,7 +89,7 @@ func (a *Actor) handleHub(from gen.PID, message any) bool {
 
 // hubDown handles the down of the hub: back to per-election messages, and
 // a new hub a moment later.
-func (a *Actor) hubDown(pid gen.PID) bool {
+func (a *Actor) hubDown(pid gen.PID, reason error) bool {
 	if pid != a.hub || pid == (gen.PID{}) {
 		return false
 	}
@@ -107,6 +107,15 @@ func (a *Actor) hubDown(pid gen.PID) bool {
 	if a.departing != nil {
 		// the node stops (its Stop ends the hub with every process), and
 		// so does this actor in a moment: nothing to warn of or retry
+		return true
+	}
+	if errors.Is(reason, gen.TerminateReasonShutdown) {
+		// the node's Stop sent every process its exit, and this actor's
+		// own is on its way: what would the operator do with thousands of
+		// warnings of a shutdown they asked for? A new hub is asked for all
+		// the same, should the node go on.
+		a.Log().Debug("leader %q: the node's liveness hub stopped (%s)", a.state.cfg.clusterID, reason)
+		a.SendAfter(a.PID(), hubRetry{}, a.state.cfg.electionTimeoutMin)
 		return true
 	}
 	a.Log().Warning("leader %q: the node's liveness hub stopped; this election sends its own heartbeats until a new hub takes over", a.state.cfg.clusterID)

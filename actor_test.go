@@ -186,3 +186,24 @@ func (b *joinInInit) Init(args ...any) (Options, error) {
 	b.Join(procID("c"))
 	return b.options, nil
 }
+
+// The node's liveness hub ends with the node's Stop, before the actors
+// have handled their own exits: no warning per election then (a node of
+// thousands would log thousands). A hub that ends for any other reason is
+// an operator's concern: warned of, and a new one asked for.
+func TestTheHubEndingWithTheNodesShutdownIsNoWarning(t *testing.T) {
+	for _, tc := range []struct {
+		reason error
+		warn   bool
+	}{{gen.TerminateReasonShutdown, false}, {gen.TerminateReasonKill, true}} {
+		b := &bareActor{options: soloOptions()}
+		s, _ := spawnSolo(t, b, &b.Actor)
+		s.runFor(time.Second)
+		hub := b.hub
+		require.NotEqual(t, gen.PID{}, hub, "the actor joined its node's hub")
+		s.process(hub).terminate(tc.reason)
+		s.runFor(time.Second)
+		assert.Equal(t, tc.warn, hasWarning(s, "liveness hub stopped"), "the hub ended: %s", tc.reason)
+		assert.NotEqual(t, hub, b.hub, "a new hub was asked for (%s)", tc.reason)
+	}
+}
