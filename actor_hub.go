@@ -95,7 +95,9 @@ func (a *Actor) hubDown(pid gen.PID, reason error) bool {
 	}
 	a.hub = gen.PID{}
 	a.state.settleShared()
+	var board *pingBoard
 	if a.slot != nil {
+		board = a.slot.board
 		// granted nothing from here on: no answer to a ping counts for
 		// this actor while it works without a hub (pings.go)
 		a.slot.share(grant{})
@@ -118,8 +120,13 @@ func (a *Actor) hubDown(pid gen.PID, reason error) bool {
 		a.SendAfter(a.PID(), hubRetry{}, a.state.cfg.electionTimeoutMin)
 		return true
 	}
-	a.Log().Warning("leader %q: the node's liveness hub stopped; this election sends its own heartbeats until a new hub takes over", a.state.cfg.clusterID)
 	a.SendAfter(a.PID(), hubRetry{}, a.state.cfg.electionTimeoutMin)
+	if board != nil && board.firstToSeeHubEnd(pid) == false {
+		// every election of the node sees the same end: one warning
+		a.Log().Debug("leader %q: the node's liveness hub stopped (%s)", a.state.cfg.clusterID, reason)
+		return true
+	}
+	a.Log().Warning("leader %q: the node's liveness hub stopped (%s); its elections send their own heartbeats until a new hub takes over (warned once for the node)", a.state.cfg.clusterID, reason)
 	return true
 }
 

@@ -302,10 +302,15 @@ func (h *hub) armTick() {
 // The hubs of a node set then fall into step, each ticking as the first
 // one's message arrives, which at idle is a third fewer wake-ups with
 // three nodes; the interval between a hub's ticks stays at least half the
-// liveness interval, and the pings it answers go back at once.
+// liveness interval, and the pings it answers go back at once. A full
+// tick (every leader's record) keeps its timer: in step, the nodes' full
+// ticks would all fall on the same moment, and their bursts with them.
 func (h *hub) tickOnArrival(now time.Time) {
 	if h.ticking == false || h.nextTick.Sub(now) >= h.interval()/2 {
 		return
+	}
+	if h.resync || h.nextTick.Before(h.nextFull) == false {
+		return // the tick due is a full one
 	}
 	if h.cancelTick != nil {
 		h.cancelTick()

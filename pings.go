@@ -60,6 +60,21 @@ import (
 type pingBoard struct {
 	mu    sync.Mutex
 	peers map[gen.Atom]*pingPeer
+	// the node's last hub whose end an election warned of: one warning
+	// per node, not one per election (Actor.hubDown)
+	endWarned gen.PID
+}
+
+// firstToSeeHubEnd reports whether hub's end has not been warned of on
+// this node yet, and notes that it is now.
+func (b *pingBoard) firstToSeeHubEnd(hub gen.PID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.endWarned == hub {
+		return false
+	}
+	b.endWarned = hub
+	return true
 }
 
 // pingPeer is what a board holds about one other node.

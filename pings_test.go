@@ -203,15 +203,16 @@ func TestTheLeaseCountsAnsweredPings(t *testing.T) {
 
 // A hub whose own tick is less than half an interval away ticks as a
 // peer's ping arrives, in the same wake-up, and answers it at once; one
-// whose tick is further away answers with that tick, as before. Breaks:
-// the hubs of idle nodes waking for their timers as well as for each
-// other's messages (a third more wake-ups with three nodes), or ticking
-// on every arrival (twice the messages).
+// whose tick is further away, or whose coming tick is a full one, answers
+// with that tick, as before. Breaks: the hubs of idle nodes waking for
+// their timers as well as for each other's messages (a third more
+// wake-ups with three nodes), ticking on every arrival (twice the
+// messages), or the nodes' full ticks falling into step (one burst).
 func TestAHubTicksAsAPeersPingArrivesWhenItsTickIsNear(t *testing.T) {
 	p := newPingPair(t)
 	interval := p.b.interval()
 	p.b.ticking = true // as a join starts it
-	p.b.armTick()
+	p.b.tick()         // a full one: the next ones carry pings alone
 	answers := func() []msgBeats {
 		var list []msgBeats
 		for _, m := range p.pb.sent {
@@ -222,6 +223,7 @@ func TestAHubTicksAsAPeersPingArrivesWhenItsTickIsNear(t *testing.T) {
 		p.pb.sent, p.pb.sentTo = nil, nil
 		return list
 	}
+	answers()
 	due := p.b.nextTick
 
 	p.now = due.Add(-interval/2 - time.Millisecond)
@@ -235,4 +237,19 @@ func TestAHubTicksAsAPeersPingArrivesWhenItsTickIsNear(t *testing.T) {
 	require.Len(t, sent, 1, "ticked on the arrival")
 	assert.Equal(t, uint64(8), sent[0].Answer, "and answered the newest ping at once")
 	assert.Equal(t, p.now.Add(interval), p.b.nextTick, "the next tick an interval from this one")
+
+	p.b.nextFull = p.b.nextTick // the coming tick is a full one
+	p.now = p.b.nextTick.Add(-time.Millisecond)
+	p.b.beats(p.pa.self, msgBeats{Ping: 9, Fresh: 15000})
+	assert.Empty(t, answers(), "a full tick keeps its timer")
+}
+
+// The end of a node's hub is warned of once for the node, not by each of
+// its elections (thousands at a StopForce); a later hub's end again.
+func TestAHubsEndIsWarnedOfOncePerNode(t *testing.T) {
+	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
+	first, second := gen.PID{Node: node("a"), ID: 3, Creation: 1}, gen.PID{Node: node("a"), ID: 9, Creation: 1}
+	assert.True(t, b.firstToSeeHubEnd(first))
+	assert.False(t, b.firstToSeeHubEnd(first), "another election of the node")
+	assert.True(t, b.firstToSeeHubEnd(second), "a later hub")
 }
