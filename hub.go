@@ -95,8 +95,7 @@ type hub struct {
 	ticking      bool
 	tickGen      uint64
 	nextTick     time.Time
-	cancelTick   gen.CancelFunc // the armed tick's timer
-	pending      []*slot        // leaders a tick found in the middle of a step
+	pending      []*slot // leaders a tick found in the middle of a step
 	retickGen    uint64
 	// the shortest interval of the slots, recomputed after a join or leave
 	shortest       time.Duration
@@ -289,33 +288,9 @@ func (h *hub) armTick() {
 	}
 	h.tickGen++
 	h.nextTick = h.clock().Add(d)
-	cancel, err := h.process.SendAfter(h.process.PID(), hubTick{Generation: h.tickGen}, d)
-	if err != nil {
+	if _, err := h.process.SendAfter(h.process.PID(), hubTick{Generation: h.tickGen}, d); err != nil {
 		h.ticking = false
 	}
-	h.cancelTick = cancel
-}
-
-// tickOnArrival ticks now, instead of when the armed tick comes, if that
-// is less than half an interval away: a peer's tick has just woken the hub
-// (its message came), and ticking in the same wake-up spares the timer's.
-// The hubs of a node set then fall into step, each ticking as the first
-// one's message arrives, which at idle is a third fewer wake-ups with
-// three nodes; the interval between a hub's ticks stays at least half the
-// liveness interval, and the pings it answers go back at once. A full
-// tick (every leader's record) keeps its timer: in step, the nodes' full
-// ticks would all fall on the same moment, and their bursts with them.
-func (h *hub) tickOnArrival(now time.Time) {
-	if h.ticking == false || h.nextTick.Sub(now) >= h.interval()/2 {
-		return
-	}
-	if h.resync || h.nextTick.Before(h.nextFull) == false {
-		return // the tick due is a full one
-	}
-	if h.cancelTick != nil {
-		h.cancelTick()
-	}
-	h.tick()
 }
 
 // tick opens a round for every leader that allows it and sends each other
@@ -701,7 +676,6 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 		// are answered at once: a leader that just won (or a new follower)
 		// needs its first acknowledgement before round 1's lease runs out
 		h.answers[peer] = answer
-		h.tickOnArrival(now)
 		return
 	}
 	h.sendAnswer(peer, answer)

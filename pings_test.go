@@ -201,49 +201,6 @@ func TestTheLeaseCountsAnsweredPings(t *testing.T) {
 	assert.Equal(t, sent.Add(holdingLease(h.e.cfg)), h.e.holdUntil, "the role's lease needs rounds: pings renew only the acting lease")
 }
 
-// A hub whose own tick is less than half an interval away ticks as a
-// peer's ping arrives, in the same wake-up, and answers it at once; one
-// whose tick is further away, or whose coming tick is a full one, answers
-// with that tick, as before. Breaks: the hubs of idle nodes waking for
-// their timers as well as for each other's messages (a third more
-// wake-ups with three nodes), ticking on every arrival (twice the
-// messages), or the nodes' full ticks falling into step (one burst).
-func TestAHubTicksAsAPeersPingArrivesWhenItsTickIsNear(t *testing.T) {
-	p := newPingPair(t)
-	interval := p.b.interval()
-	p.b.ticking = true // as a join starts it
-	p.b.tick()         // a full one: the next ones carry pings alone
-	answers := func() []msgBeats {
-		var list []msgBeats
-		for _, m := range p.pb.sent {
-			if b, ok := m.(msgBeats); ok && b.Answer != 0 {
-				list = append(list, b)
-			}
-		}
-		p.pb.sent, p.pb.sentTo = nil, nil
-		return list
-	}
-	answers()
-	due := p.b.nextTick
-
-	p.now = due.Add(-interval/2 - time.Millisecond)
-	p.b.beats(p.pa.self, msgBeats{Ping: 7, Fresh: 15000})
-	assert.Empty(t, answers(), "its tick is more than half an interval away: the answer waits for it")
-	assert.Equal(t, due, p.b.nextTick)
-
-	p.now = due.Add(-interval/2 + time.Millisecond)
-	p.b.beats(p.pa.self, msgBeats{Ping: 8, Fresh: 15000})
-	sent := answers()
-	require.Len(t, sent, 1, "ticked on the arrival")
-	assert.Equal(t, uint64(8), sent[0].Answer, "and answered the newest ping at once")
-	assert.Equal(t, p.now.Add(interval), p.b.nextTick, "the next tick an interval from this one")
-
-	p.b.nextFull = p.b.nextTick // the coming tick is a full one
-	p.now = p.b.nextTick.Add(-time.Millisecond)
-	p.b.beats(p.pa.self, msgBeats{Ping: 9, Fresh: 15000})
-	assert.Empty(t, answers(), "a full tick keeps its timer")
-}
-
 // The end of a node's hub is warned of once for the node, not by each of
 // its elections (thousands at a StopForce); a later hub's end again.
 func TestAHubsEndIsWarnedOfOncePerNode(t *testing.T) {
