@@ -111,18 +111,12 @@ func (a *Actor) hubDown(pid gen.PID, reason error) bool {
 		// so does this actor in a moment: nothing to warn of or retry
 		return true
 	}
-	if errors.Is(reason, gen.TerminateReasonShutdown) {
-		// the node's Stop sent every process its exit, and this actor's
-		// own is on its way: what would the operator do with thousands of
-		// warnings of a shutdown they asked for? A new hub is asked for all
-		// the same, should the node go on.
-		a.Log().Debug("leader %q: the node's liveness hub stopped (%s)", a.state.cfg.clusterID, reason)
-		a.SendAfter(a.PID(), hubRetry{}, a.state.cfg.electionTimeoutMin)
-		return true
-	}
 	a.SendAfter(a.PID(), hubRetry{}, a.state.cfg.electionTimeoutMin)
-	if board != nil && board.firstToSeeHubEnd(pid) == false {
-		// every election of the node sees the same end: one warning
+	// The node's Stop sent every process its exit, this actor's own is on
+	// its way, and the operator asked for it; any other end is the same
+	// event for every election of the node. One warning for the node, not
+	// thousands.
+	if errors.Is(reason, gen.TerminateReasonShutdown) || (board != nil && board.firstToSeeHubEnd(pid) == false) {
 		a.Log().Debug("leader %q: the node's liveness hub stopped (%s)", a.state.cfg.clusterID, reason)
 		return true
 	}
