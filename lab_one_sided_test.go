@@ -250,6 +250,9 @@ func labOneSided(t *testing.T, fault labOneSidedFault, symmetric bool) []lab.Ove
 	}
 	var lastOld, firstNew time.Time
 	for _, r := range records {
+		if r.End {
+			continue // HandleBecomeFollower, not work
+		}
 		if r.Node == leaderName && r.Term == term {
 			lastOld = r.At
 		}
@@ -278,7 +281,7 @@ func labAwaitWork(t *testing.T, c *lab.Cluster, node string, term uint64, n int)
 		records, err := lab.ReadWorkLog(c.WorkLog())
 		count := 0
 		for _, r := range records {
-			if r.Node == node && r.Term == term {
+			if r.Node == node && r.Term == term && r.End == false {
 				count++
 			}
 		}

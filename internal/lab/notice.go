@@ -4,12 +4,23 @@ import (
 	"bufio"
 	"os"
 	"regexp"
+	"strconv"
 	"time"
 )
 
 // connectionEndLine is the framework's log line for a connection that
-// ended, with the default logger's time format.
-var connectionEndLine = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \[info\] \S+: connection with '([^']+)' terminated`)
+// ended, as the stand-in writes it (a formatted time, the peer's name
+// quoted) or as the framework's v3.2 branch does (the time in unix
+// nanoseconds, the peer's name followed by its CRC32).
+var connectionEndLine = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}|\d{16,20}) \[info\] \S+: connection with '?([^' ]+?)'?(?: \([0-9A-Fa-f]+\))? terminated`)
+
+// lineTime parses a log line's time in either format.
+func lineTime(text string) (time.Time, error) {
+	if ns, err := strconv.ParseInt(text, 10, 64); err == nil {
+		return time.Unix(0, ns), nil
+	}
+	return time.ParseInLocation("2006-01-02 15:04:05.000", text, time.Local)
+}
 
 // ConnectionEnds reads node i's log (its current incarnation) for the
 // moments its framework reported that its connection with another node
@@ -42,7 +53,7 @@ func (c *Cluster) ConnectionEnds(i int, since time.Time) map[string]time.Time {
 		if m == nil {
 			continue
 		}
-		at, err := time.ParseInLocation("2006-01-02 15:04:05.000", m[1], time.Local)
+		at, err := lineTime(m[1])
 		if err != nil || at.Before(floor) {
 			continue
 		}

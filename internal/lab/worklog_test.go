@@ -80,3 +80,21 @@ func TestFindOverlaps(t *testing.T) {
 		})
 	}
 }
+
+// Both runtimes' log lines for a connection's end parse, with their times.
+func TestConnectionEndLines(t *testing.T) {
+	for line, want := range map[string]string{
+		"2026-12-04 20:54:13.643 [info] n5@10.77.2.5: connection with 'n1r2@10.77.2.1' terminated":                 "n1r2@10.77.2.1",
+		"1796418442660688439 [info] 883BAFDC: connection with n1@10.77.2.1 (94CF064C) terminated":                  "n1@10.77.2.1",
+		"1796418442660688439 [info] 883BAFDC: connection with n1@10.77.2.1 (94CF064C) terminated with reason: EOF": "n1@10.77.2.1",
+	} {
+		m := connectionEndLine.FindStringSubmatch(line)
+		if m == nil || m[2] != want {
+			t.Errorf("%q: got %v, want peer %s", line, m, want)
+			continue
+		}
+		if _, err := lineTime(m[1]); err != nil {
+			t.Errorf("%q: time %q: %v", line, m[1], err)
+		}
+	}
+}
