@@ -178,15 +178,7 @@ func TestHubDoesNotWakeLeadersForADisconnectedNode(t *testing.T) {
 	h.heard(peerHub)
 	h.tick()
 	require.True(t, leader.links[0].carried, "c's hub answers")
-	wakes := func() int {
-		n := 0
-		for _, m := range p.sent {
-			if _, ok := m.(hubCarryLost); ok {
-				n++
-			}
-		}
-		return n
-	}
+	wakes := func() int { return countOf[hubCarryLost](p.sent) }
 	p.unconnected = map[gen.Atom]bool{node("c"): true}
 	h.peers[node("c")] = hubPeer{pid: peerHub, heardAt: t0.Add(-time.Hour)} // silent for long
 	h.tick()

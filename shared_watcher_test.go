@@ -273,15 +273,7 @@ func TestSharedWatcherPacesItsLateDowns(t *testing.T) {
 	}
 	p.sent, p.sentTo, p.after = nil, nil, nil
 	require.NoError(t, w.handle(fromCore(gen.MessageDownNode{Name: target.Node}), true))
-	downs := func() int {
-		n := 0
-		for _, m := range p.sent {
-			if _, ok := m.(peerDown); ok {
-				n++
-			}
-		}
-		return n
-	}
+	downs := func() int { return countOf[peerDown](p.sent) }
 	require.Zero(t, downs(), "none at once: they may wait")
 	require.Len(t, w.late, elections)
 	now := t0.Add(75 * time.Millisecond)

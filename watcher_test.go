@@ -247,3 +247,14 @@ func TestWatcherDelaysOnlyTheLostConnectionsAFollowerCanWaitFor(t *testing.T) {
 	assert.Equal(t, peerDown{PID: third, Reason: gen.ErrNoConnection, Since: t0, At: t0}, p.sent[0])
 	assert.Equal(t, []time.Duration{pause}, p.after, "a follower's member's node: late too")
 }
+
+// countOf returns how many of sent are a T.
+func countOf[T any](sent []any) int {
+	n := 0
+	for _, m := range sent {
+		if _, ok := m.(T); ok {
+			n++
+		}
+	}
+	return n
+}

@@ -45,25 +45,21 @@ func OpenWorkLog(path, node string) (*WorkLog, error) {
 // so that a process stopped between the check and the write cannot stamp
 // an old decision with a late time, and a process stopped between the
 // clock read and the check re-checks leadership after it resumes.
-func (w *WorkLog) Record(term uint64, at time.Time) error {
-	if w == nil {
-		return nil
-	}
-	line := strconv.FormatInt(at.UnixNano(), 10) + " " + strconv.FormatUint(term, 10) + " " + w.node + "\n"
-	_, err := w.f.WriteString(line)
-	return err
-}
+func (w *WorkLog) Record(term uint64, at time.Time) error { return w.write(term, at, "") }
 
 // End records that the node's leader-only work stopped at "at": its
 // HandleBecomeFollower or Terminate ran, so none of its work runs after it.
 // It ends the node's last unit of work early (FindOverlaps): a graceful
 // handover runs HandleBecomeFollower before it tells the successor, and
 // can then be faster than one tick.
-func (w *WorkLog) End(term uint64, at time.Time) error {
+func (w *WorkLog) End(term uint64, at time.Time) error { return w.write(term, at, " end") }
+
+// write appends one line, with suffix before its end, in a single write(2).
+func (w *WorkLog) write(term uint64, at time.Time, suffix string) error {
 	if w == nil {
 		return nil
 	}
-	line := strconv.FormatInt(at.UnixNano(), 10) + " " + strconv.FormatUint(term, 10) + " " + w.node + " end\n"
+	line := strconv.FormatInt(at.UnixNano(), 10) + " " + strconv.FormatUint(term, 10) + " " + w.node + suffix + "\n"
 	_, err := w.f.WriteString(line)
 	return err
 }
