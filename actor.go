@@ -278,8 +278,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.hints = &downHints{pause: lazyDownPause(cfg)}
 	a.noCoalescing = options.DisableCoalescing
 	a.state = newElection(cfg, a.PID(), a.Name(), a.rng, a.Log())
-	a.state.switches = a.switches
-	a.state.turns = turnsOf(a.Node(), a.switches)
+	a.state.configure(a.switches, turnsOf(a.Node(), a.switches))
 	retainNode(a.Node())
 	a.retained = true
 	// before this actor can grant anything: no answer its node's hub gave
@@ -287,7 +286,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	boardOf(a.Node()).raiseAll()
 	a.state.start(a.clock())
 	for _, peer := range a.pendingJoins {
-		a.state.join(peer)
+		a.state.joinPeer(a.clock(), peer)
 	}
 	a.pendingJoins = nil
 	err = a.flush()
@@ -355,8 +354,7 @@ func (a *Actor) ProcessRun() (reason error) {
 		var err error
 		started := a.clock()
 		// the hub acts for this actor only between its steps (coalesce.go)
-		a.state.now = started
-		a.state.settleShared()
+		a.state.stepStarts(started)
 		if message, ok := a.pop(); ok {
 			// A leader whose lease ran out while it was busy or stalled
 			// stands down before it handles anything else (lease.go).
@@ -384,9 +382,7 @@ func (a *Actor) ProcessRun() (reason error) {
 			a.state.shareState()
 			a.syncTimers()
 		}
-		if step := a.clock().Sub(started); step > a.state.longestStep {
-			a.state.longestStep = step
-		}
+		a.state.stepTook(a.clock().Sub(started))
 		if err != nil {
 			if a.departing == nil && a.depart(err) {
 				continue // until the successor campaigns (departure.go)
@@ -832,8 +828,7 @@ func (a *Actor) replaceWatcher(node gen.Atom) {
 // rewatchLater has a new watcher monitor node's member once the node has
 // processed the connection's end (watcher.go, nodeSettle).
 func (a *Actor) rewatchLater(node gen.Atom) {
-	a.state.now = a.clock()
-	a.state.monitoring(node)
+	a.state.rewatching(a.clock(), node)
 	a.SendAfter(a.PID(), rewatch{Node: node}, nodeSettlePause)
 }
 

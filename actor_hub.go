@@ -54,7 +54,7 @@ func (a *Actor) handleHub(from gen.PID, message any) bool {
 			return true // it is gone again; its down is on the way
 		}
 		a.hub = from
-		a.state.shared, a.state.hubPID = a.slot, from
+		a.state.hubAttached(a.slot, from)
 	case hubBeat:
 		if from != a.hub || from == (gen.PID{}) {
 			a.state.drop("foreign_hub_message")
@@ -94,7 +94,7 @@ func (a *Actor) hubDown(pid gen.PID, reason error) bool {
 		return false
 	}
 	a.hub = gen.PID{}
-	a.state.settleShared()
+	a.state.stepStarts(a.clock())
 	var board *pingBoard
 	if a.slot != nil {
 		board = a.slot.board
@@ -102,7 +102,7 @@ func (a *Actor) hubDown(pid gen.PID, reason error) bool {
 		// this actor while it works without a hub (pings.go)
 		a.slot.share(grant{})
 	}
-	a.state.shared, a.state.carried, a.state.hubPID = nil, nil, gen.PID{}
+	a.state.hubDetached()
 	a.slot = nil
 	a.unparkAll() // the end of the step arms them with the framework
 	a.state.heartbeatNow()
@@ -133,6 +133,6 @@ func hubRetryPause(cfg config) time.Duration { return 10 * cfg.electionTimeoutMa
 // a step does (the simulator calls it when it stalls the actor mid-step).
 func (a *Actor) stepBegins() {
 	if a.state != nil {
-		a.state.settleShared()
+		a.state.stepStarts(a.clock())
 	}
 }

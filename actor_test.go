@@ -2,7 +2,11 @@ package leader
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -206,4 +210,58 @@ func TestTheHubEndingWithTheNodesShutdownIsNoWarning(t *testing.T) {
 		assert.Equal(t, tc.warn, hasWarning(s, "liveness hub stopped"), "the hub ended: %s", tc.reason)
 		assert.NotEqual(t, hub, b.hub, "a new hub was asked for (%s)", tc.reason)
 	}
+}
+
+// The election is a closed state machine (doc.go): the actor changes it
+// only through its entry points (receive, timer, down, inputs.go), never
+// by assigning one of its fields, so that every change of the state is a
+// step the simulator drives too. This reads the package's source and fails
+// on any assignment to something reached through an actor's state (the
+// state itself, a.state = newElection(...), is the actor's own field).
+func TestTheActorAssignsNoElectionField(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	var found []string
+	check := func(target ast.Expr) {
+		for e := target; e != nil; {
+			switch x := e.(type) {
+			case *ast.SelectorExpr:
+				if x.Sel.Name == "state" && x != target {
+					found = append(found, fset.Position(target.Pos()).String())
+					return
+				}
+				e = x.X
+			case *ast.IndexExpr:
+				e = x.X
+			case *ast.StarExpr:
+				e = x.X
+			case *ast.ParenExpr:
+				e = x.X
+			default:
+				e = nil
+			}
+		}
+	}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, name, nil, 0)
+		require.NoError(t, err)
+		ast.Inspect(file, func(n ast.Node) bool {
+			switch s := n.(type) {
+			case *ast.AssignStmt:
+				if s.Tok != token.DEFINE {
+					for _, lhs := range s.Lhs {
+						check(lhs)
+					}
+				}
+			case *ast.IncDecStmt:
+				check(s.X)
+			}
+			return true
+		})
+	}
+	assert.Empty(t, found, "assignments to the election's fields outside its entry points (inputs.go)")
 }

@@ -138,8 +138,7 @@ func (a *Actor) Join(peer gen.ProcessID) error {
 		a.pendingJoins = append(a.pendingJoins, peer)
 		return nil
 	}
-	a.state.now = a.clock()
-	a.state.join(peer)
+	a.state.joinPeer(a.clock(), peer)
 	return nil
 }
 
@@ -151,8 +150,7 @@ func (a *Actor) Leave(node gen.Atom) {
 	if a.state == nil {
 		return
 	}
-	a.state.now = a.clock()
-	a.state.leave(node)
+	a.state.leaveNode(a.clock(), node)
 }
 
 // Broadcast sends message to every peer in the view (not to this actor),
@@ -205,12 +203,11 @@ func (a *Actor) StepDownTo(node gen.Atom) error {
 	if a.state == nil || a.state.role != roleLeader {
 		return ErrNotLeader // as StepDown: the role, not the acting lease
 	}
-	a.state.now = a.clock()
 	m, ok := a.state.members[node]
 	if ok == false {
 		return fmt.Errorf("%w: %s is not a member of this election's view", ErrNotUpToDate, node)
 	}
-	if why := a.state.successorRefusal(m, a.connected); why != "" {
+	if why := a.state.successorRefusalAt(a.clock(), m, a.connected); why != "" {
 		return fmt.Errorf("%w: %s cannot take over: %s; this node keeps leading", ErrNotUpToDate, node, why)
 	}
 	a.state.handoverTo(a.clock(), "StepDownTo("+string(node)+") was called", a.connected, node)

@@ -79,7 +79,7 @@ func (a *Actor) depart(reason error) bool {
 	if successor == "" {
 		return false
 	}
-	a.state.outgoing = true
+	a.state.departs()
 	wait := departureWait(a.state.cfg)
 	a.departing = &departure{reason: reason, term: a.state.term, until: a.clock().Add(wait)}
 	if _, err := a.SendAfter(a.PID(), departureDeadline{}, wait); err != nil {

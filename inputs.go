@@ -1,0 +1,72 @@
+package leader
+
+import (
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// The actor's inputs to the election that are not protocol messages, timer
+// fires or downs (those are receive, timer and down): the API's calls, the
+// hub coming and going, and the actor's own bookkeeping. The actor changes
+// the election only through these methods and the entry points they sit
+// beside; it assigns none of its fields (TestTheActorAssignsNoElectionField),
+// so every change of the state is a step the simulator can drive too.
+
+// configure sets the switches and the campaign gate, once, before start.
+func (e *election) configure(switches protocolSwitches, turns turnGate) {
+	e.switches, e.turns = switches, turns
+}
+
+// joinPeer is Actor.Join at now.
+func (e *election) joinPeer(now time.Time, peer gen.ProcessID) {
+	e.now = now
+	e.join(peer)
+}
+
+// leaveNode is Actor.Leave at now.
+func (e *election) leaveNode(now time.Time, node gen.Atom) {
+	e.now = now
+	e.leave(node)
+}
+
+// rewatching notes at now that node's member is monitored anew (monitoring).
+func (e *election) rewatching(now time.Time, node gen.Atom) {
+	e.now = now
+	e.monitoring(node)
+}
+
+// stepStarts is the start of a step at now: what the hub did meanwhile is
+// taken in (settleShared).
+func (e *election) stepStarts(now time.Time) {
+	e.now = now
+	e.settleShared()
+}
+
+// stepTook records how long the step just finished took (ergo:longest_step).
+func (e *election) stepTook(d time.Duration) {
+	e.longestStep = max(e.longestStep, d)
+}
+
+// hubAttached is the node's hub taking this election in: its records
+// arrive through slot from now on.
+func (e *election) hubAttached(s *slot, hub gen.PID) {
+	e.shared, e.hubPID = s, hub
+}
+
+// hubDetached is the end of the hub, once what it did up to its end was
+// taken in (stepStarts): the election sends and answers its own heartbeats
+// again.
+func (e *election) hubDetached() {
+	e.shared, e.carried, e.hubPID = nil, nil, gen.PID{}
+}
+
+// departs marks an actor that handed over before it stops: it grants
+// nothing more (grantRefusal, "outgoing").
+func (e *election) departs() { e.outgoing = true }
+
+// successorRefusalAt is successorRefusal at now (Actor.StepDownTo).
+func (e *election) successorRefusalAt(now time.Time, m *member, connected func(gen.Atom) bool) string {
+	e.now = now
+	return e.successorRefusal(m, connected)
+}
