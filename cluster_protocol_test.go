@@ -306,3 +306,30 @@ func TestClusterAMisspeltClusterIDChangesNothingElse(t *testing.T) {
 	}
 	assert.Len(t, warned, 6, "and of nobody else: %v\n%s", warned, strings.Join(c.warnings.containing("is misspelt", began), "\n"))
 }
+
+// An outgoing leader starts no helper process while its node stops
+// gracefully (Actor.watch and joinHub refuse once it departs). The
+// framework (v3.3.0) lets a process be spawned while the node stops but
+// sends it no exit, so the node's Stop would wait for it until
+// ShutdownTimeout, three minutes by default. Here the followers hang, so
+// that the leader waits out its whole departure (departureWait) instead of
+// ending it at its successor's campaign: long enough to see the node's
+// shared watchers end with the rest and to want them again
+// (nodeSettlePause later).
+func TestClusterAStoppingLeaderStartsNoHelper(t *testing.T) {
+	tm := clusterDefaultTimings
+	c := newRealCluster(t, clConfig{})
+	all := c.addNodes(3)
+	c.spawnAll(all, tm.options("outgoing", 3), protocolSwitches{})
+	lead, _ := c.waitLeader(all, clActorName, clConverge)
+	for _, f := range clWithout(all, lead) {
+		started := make(chan struct{})
+		c.send(f, clActorName, ctlBlock{d: time.Second, started: started})
+		<-started
+	}
+	start := time.Now()
+	c.stopNode(lead)
+	took := time.Since(start)
+	t.Logf("the leader's node stopped in %s", took.Round(time.Millisecond))
+	require.Less(t, took, clShutdownTimeout/2, "a process of the stopping node never ended")
+}

@@ -81,6 +81,11 @@
 //     to the group members only; v3.3.0 also stops the processes they
 //     spawned (the stand-in waits for those to end on their own, up to the
 //     timeout). The library stops no application with spawned children.
+//     As in v3.3.0 the node stays alive (IsAlive, Spawn, sends) through
+//     Stop until its network is down, so a process spawned after Stop sent
+//     its exits gets none, and Stop waits for it until ShutdownTimeout and
+//     then kills it; the framework also logs the processes it still waits
+//     for every 5 s and the kill as an error, the stand-in logs neither.
 //   - SIGTERM and Interrupt: as in v3.3.0, node.Start ends with
 //     SetCTRLC(true) and a signal logs "node ... is starting a graceful
 //     shutdown..." and runs Stop. SetCTRLC(false) and the node's end call

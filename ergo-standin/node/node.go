@@ -39,6 +39,7 @@ type node struct {
 	started   time.Time
 
 	state   atomic.Int32
+	netDown atomic.Bool // the network is stopped: IsAlive is false from here
 	done    chan struct{}
 	changed chan struct{} // signalled when a process or goroutine ends
 
@@ -206,8 +207,17 @@ func (n *node) snapshot() []*process {
 	return list
 }
 
-func (n *node) Name() gen.Atom                { return n.name }
-func (n *node) IsAlive() bool                 { return n.state.Load() == nodeRunning }
+func (n *node) Name() gen.Atom { return n.name }
+
+// IsAlive reports whether the node runs: true from its start until its
+// network is down, through a graceful Stop (framework: the creation is
+// cleared only after NetworkStop). So a process may still be spawned while
+// the node stops; Stop sent it no exit, and waits for it up to
+// ShutdownTimeout, as the framework does before it escalates to a kill.
+func (n *node) IsAlive() bool {
+	s := n.state.Load()
+	return (s == nodeRunning || s == nodeStopping) && n.netDown.Load() == false
+}
 func (n *node) PID() gen.PID                  { return n.core }
 func (n *node) Creation() int64               { return n.creation }
 func (n *node) Uptime() int64                 { return int64(time.Since(n.started).Seconds()) }
@@ -292,6 +302,7 @@ func (n *node) finish(deadline time.Time) {
 		n.Kill(p.pid)
 	}
 	n.stopNetwork()
+	n.netDown.Store(true)
 	n.waiters.failAll(gen.ErrNodeTerminated)
 	n.waitUntil(func() bool { return n.goroutines.Load() == 0 }, deadline)
 	n.log.Trace("node stopped")

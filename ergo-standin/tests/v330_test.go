@@ -509,3 +509,54 @@ func TestCreationIsTheStartSecond(t *testing.T) {
 		return
 	}
 }
+
+// spawnsOnTheWayOut spawns a process from its ProcessTerminate, as a
+// library might that restarts a helper it lost, and reports what the node
+// said.
+type spawnsOnTheWayOut struct {
+	act.Actor
+	out chan any
+}
+
+func (s *spawnsOnTheWayOut) Init(args ...any) error {
+	s.out = args[0].(chan any)
+	return nil
+}
+
+func (s *spawnsOnTheWayOut) Terminate(reason error) {
+	_, err := s.Node().Spawn(func() gen.ProcessBehavior { return &idle{} }, gen.ProcessOptions{})
+	s.out <- fmt.Sprintf("alive %t, spawn error %v", s.Node().IsAlive(), err)
+}
+
+type idle struct{ act.Actor }
+
+func (*idle) Init(args ...any) error { return nil }
+
+// A node stays alive through a graceful Stop until its network is down
+// (v3.3.0 clears the creation only after NetworkStop): IsAlive is true in
+// a ProcessTerminate and a Spawn there succeeds. The process spawned then
+// got no exit, so Stop waits for it until ShutdownTimeout and kills it, as
+// the framework does when its shutdown timeout expires.
+func TestAStoppingNodeIsAliveUntilItsNetworkIsDown(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	n := startNode(t, "alive", gen.NodeOptions{Network: gen.NetworkOptions{Mode: gen.NetworkModeDisabled}, ShutdownTimeout: timeout})
+	out := make(chan any, 1)
+	if _, err := n.Spawn(func() gen.ProcessBehavior { return &spawnsOnTheWayOut{} }, gen.ProcessOptions{}, out); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	n.Stop()
+	took := time.Since(start)
+	if got := recv(t, out); got != "alive true, spawn error <nil>" {
+		t.Fatalf("in ProcessTerminate during Stop: %v", got)
+	}
+	if took < timeout {
+		t.Fatalf("Stop returned after %s, before ShutdownTimeout (%s), with a process spawned after its exits still running", took, timeout)
+	}
+	if n.IsAlive() {
+		t.Fatal("IsAlive is true after Stop returned")
+	}
+	if _, err := n.Spawn(func() gen.ProcessBehavior { return &idle{} }, gen.ProcessOptions{}); !errors.Is(err, gen.ErrNodeTerminated) {
+		t.Fatalf("Spawn after Stop: %v, want ErrNodeTerminated", err)
+	}
+}
