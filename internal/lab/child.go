@@ -220,13 +220,17 @@ func runChild(config string, program Program) int {
 	return 0
 }
 
+// ShutdownTimeout is the ShutdownTimeout of every lab node: how long a
+// graceful Stop waits for the node's processes before it kills them.
+const ShutdownTimeout = 10 * time.Second
+
 func (c *Child) start() error {
 	level := gen.LogLevelInfo
 	if c.cfg.Params["log"] == "debug" {
 		level = gen.LogLevelDebug
 	}
 	options := gen.NodeOptions{
-		ShutdownTimeout: 10 * time.Second,
+		ShutdownTimeout: ShutdownTimeout,
 		Network: gen.NetworkOptions{
 			Cookie: c.cfg.Cookie,
 			Acceptors: []gen.AcceptorOptions{

@@ -320,8 +320,19 @@ func (n *Node) Resume() time.Time {
 
 // Stop stops the node gracefully (node.Stop in the child) and waits for
 // the process to exit.
+//
+// A graceful Stop that takes the node's whole ShutdownTimeout means a
+// process never ended (the framework lets a stopping node spawn a process,
+// sends it no exit, and kills it only when the timeout runs out): Stop
+// fails the test then.
 func (n *Node) Stop() {
 	n.c.t.Helper()
+	start := time.Now()
+	defer func() {
+		if took := time.Since(start); took > ShutdownTimeout*9/10 {
+			n.c.t.Errorf("lab: graceful Stop of %s took %s (ShutdownTimeout %s): a process of the node never ended; one spawned while the node stopped gets no exit", n.Name, took.Round(time.Millisecond), ShutdownTimeout)
+		}
+	}()
 	n.mu.Lock()
 	n.nextID++
 	line, _ := json.Marshal(command{ID: n.nextID, Op: OpStop})
