@@ -327,9 +327,11 @@ func TestClusterAStoppingLeaderStartsNoHelper(t *testing.T) {
 		c.send(f, clActorName, ctlBlock{d: time.Second, started: started})
 		<-started
 	}
+	// stopNode fails the test when Stop waits out ShutdownTimeout (10 s).
+	// A Stop may legitimately take up to the framework's request timeout
+	// (5 s): a shared watcher in the middle of a remote Monitor ends only
+	// when that returns (seen once in 25 runs under the race detector).
 	start := time.Now()
 	c.stopNode(lead)
-	took := time.Since(start)
-	t.Logf("the leader's node stopped in %s", took.Round(time.Millisecond))
-	require.Less(t, took, clShutdownTimeout/2, "a process of the stopping node never ended")
+	t.Logf("the leader's node stopped in %s", time.Since(start).Round(time.Millisecond))
 }
