@@ -2,7 +2,6 @@ package leader
 
 import (
 	"errors"
-	"time"
 
 	"ergo.services/ergo/gen"
 )
@@ -123,11 +122,6 @@ func (a *Actor) hubDown(pid gen.PID, reason error) bool {
 	a.Log().Warning("leader %q: the node's liveness hub stopped (%s); its elections send their own heartbeats until a new hub takes over (warned once for the node)", a.state.cfg.clusterID, reason)
 	return true
 }
-
-// hubRetryPause is how long an actor waits for its hub's answer before it
-// asks again: ten maximum election timeouts, so that thousands of
-// elections without a hub cost little.
-func hubRetryPause(cfg config) time.Duration { return 10 * cfg.electionTimeoutMax }
 
 // stepBegins withdraws what the actor shares with its hub, as the start of
 // a step does (the simulator calls it when it stalls the actor mid-step).

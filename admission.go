@@ -56,10 +56,6 @@ import (
 // carry a few hundred messages in flight, a few milliseconds of work.
 const campaignsInFlight = 32
 
-// turnHold is how long a turn lasts at most: two maximum election
-// timeouts, longer than any one attempt.
-func turnHold(cfg config) time.Duration { return 2 * cfg.electionTimeoutMax }
-
 // campaignTurn tells an election that waited for a turn that it has one
 // (local only, never encoded).
 type campaignTurn struct{}

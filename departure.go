@@ -47,14 +47,6 @@ type departure struct {
 // departureDeadline wakes an outgoing leader at its latest end.
 type departureDeadline struct{}
 
-// departureWait bounds how long an outgoing leader waits for its successor
-// to campaign. The successor's vote request comes a round trip after the
-// handover; a successor that did not campaign in half an election timeout
-// did not get the message, and the cluster elects a leader the usual way.
-func departureWait(cfg config) time.Duration {
-	return cfg.electionTimeoutMin / 2
-}
-
 // over reports whether the outgoing leader may end now.
 func (d *departure) over(term uint64, now time.Time) bool {
 	return term > d.term || now.Before(d.until) == false

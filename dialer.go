@@ -283,17 +283,6 @@ func (a *Actor) dial(node gen.Atom) bool {
 	return a.askDialer(dialRequest{Node: node, Share: a.dialShare()})
 }
 
-// dialShare is how long a failed dial of a node answers for every election
-// of this node that wants to reach it: half an ElectionTimeoutMin. It is
-// shorter than the back-off of an election's own sends by name after a
-// failure (ElectionTimeoutMax), so one election alone dials exactly as
-// often as it would without the sharing; what it saves is the thousand
-// elections of a node that all lose the same peer together and would each
-// dial it within the same few milliseconds.
-func (a *Actor) dialShare() time.Duration {
-	return a.state.cfg.electionTimeoutMin / 2
-}
-
 // resetConnection has the dialer drop and re-dial the connection to a node
 // that answers nothing over it (silence.go), unless the connection has
 // brought messages from that node since the member's silence was sampled.
@@ -445,11 +434,6 @@ func (b *connectionBoard) markStarved(node gen.Node, now time.Time) {
 		b.starvedAt[node] = now
 	}
 }
-
-// starvedLateness is how late a timer must fire for its node to count as
-// starved: half an ElectionTimeoutMin (75 ms at the defaults), several
-// times what a loaded but healthy node shows.
-func starvedLateness(cfg config) time.Duration { return cfg.electionTimeoutMin / 2 }
 
 // starvedQuiet is how long a connection of a starved node must have brought
 // nothing before it is reset for silence: four silence bounds (2.4 s at the

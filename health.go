@@ -15,13 +15,6 @@ import (
 // and which members fail and why. It also reports members whose sends
 // have failed for that long.
 
-// stuckAfter is how long a node may be without a leader, or a member's
-// sends may fail, before the health check warns: ten maximum election
-// timeouts, far more than any election takes, and at least a second.
-func (e *election) stuckAfter() time.Duration {
-	return max(10*e.cfg.electionTimeoutMax, time.Second)
-}
-
 // armHealthCheck schedules the next health check, unless one is scheduled.
 // It runs only while there is something to watch: no leader, or a member
 // whose sends fail. A healthy node, which is what thousands of elections

@@ -240,22 +240,6 @@ func (e *election) followerChore() {
 	}
 }
 
-// choreInterval is how often an election whose heartbeats the hub carries
-// wakes for its chores (probes of declared peers that never answered,
-// silent connections, overdue monitors), while it has any (choresPending,
-// leaderChoresPending): twenty minimum election timeouts,
-// 3 s at the defaults. Every wake-up of a thousand idle elections costs the
-// node about as much as all of their heartbeats; nothing the chores do is
-// urgent (the lease and the election timer do not wait for them: the hub
-// fires those when they are due, parking.go).
-//
-// It was ten for one stop, while the lab's partition walkthrough failed
-// now and then at twenty: the lab aborted one end of each connection a
-// process spawn before the other, which breaks assumption A2, and the
-// interval only moved the timing. With both ends aborted together it
-// passes at twenty.
-func (e *election) choreInterval() time.Duration { return 20 * e.cfg.electionTimeoutMin }
-
 // heartbeatNow makes a leader send its next round at once: the hub no
 // longer carries it to some node, or there is no hub any more.
 func (e *election) heartbeatNow() {

@@ -49,11 +49,6 @@ import (
 // the other end may never see it (packets dropped) and its leader's lease
 // may still be running there.
 
-// silenceBound is how long a member may leave requests unanswered before
-// its connection is reset: two maximum election timeouts, several rounds of
-// requests at any role.
-func (e *election) silenceBound() time.Duration { return 2 * e.cfg.electionTimeoutMax }
-
 // awaitAnswer notes that a request went to m.
 func (e *election) awaitAnswer(m *member) {
 	if m.awaitingSince.IsZero() && m.otherCluster == false {

@@ -257,14 +257,6 @@ func (a *Actor) hint() {
 	a.hints.setSpare(now.spare)
 }
 
-// lazyDownPause is how late a down that may wait (downHints) reaches the
-// actor: half of ElectionTimeoutMin (75 ms at the defaults), longer than
-// the failovers of a node crash under a thousand elections take on two
-// cores, and short against GhostTTL, which still counts from the loss
-// (peerDown.Since). Until then the follower's view and Inspect show the
-// member as reachable.
-func lazyDownPause(cfg config) time.Duration { return cfg.electionTimeoutMin / 2 }
-
 // forward hands a down to the actors that watch pid, each at once or as
 // late as its hints allow; a lost connection goes on their loss boards at
 // once.

@@ -28,18 +28,6 @@ import (
 // election, or a handful sharing a node, fail over as before.
 const waveThreshold = 8
 
-// waveWindow is how far apart two fast failovers of a node may start and
-// still be one wave: the time a node's crash takes to reach all the
-// elections it led, on a busy survivor.
-func waveWindow(cfg config) time.Duration { return cfg.electionTimeoutMin / 3 }
-
-// waveExtra is what a survivor ranked rank adds to its fast-failover delay
-// in a wave: a quarter of ElectionTimeoutMin per rank, at most two (37.5 ms
-// and 75 ms at the defaults), still well inside an election timeout.
-func waveExtra(cfg config, rank int) time.Duration {
-	return time.Duration(min(rank, 2)) * (cfg.electionTimeoutMin / 4)
-}
-
 // failoverWave counts the fast failovers the elections of one node start:
 // the node's hub keeps one, and every election that joined the hub shares
 // it through its slot.
