@@ -307,7 +307,7 @@ func (a *Actor) resetConnection(node gen.Atom) {
 		a.Log().Warning("leader %q: the process of peer %s terminated, and the framework still reports its node as connected although that connection has brought nothing for %s and a Hello over it went unanswered for %s; "+
 			"resetting it without dialing again (a connection the framework kept to a restarted node would keep that node out of the view for good)",
 			a.state.cfg.clusterID, node, quiet.Round(time.Millisecond), bound)
-		pause := bound + a.state.cfg.electionTimeoutMax
+		pause := a.state.redialHold()
 		connectionResets.holdRedial(a.Node(), node, a.clock().Add(pause))
 		a.askDialer(dialRequest{Node: node, Reset: true, NoDial: true})
 		return
@@ -315,7 +315,7 @@ func (a *Actor) resetConnection(node gen.Atom) {
 	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected, and the connection has brought nothing from that node for %s; "+
 		"resetting the connection (a link that drops packets, or a simultaneous connect that left both sides waiting)",
 		a.state.cfg.clusterID, node, bound, quiet.Round(time.Millisecond))
-	pause := redialPause(a.Node().Name(), node, bound+a.state.cfg.electionTimeoutMax)
+	pause := redialPause(a.Node().Name(), node, a.state.redialHold())
 	connectionResets.holdRedial(a.Node(), node, a.clock().Add(pause))
 	a.askDialer(dialRequest{Node: node, Reset: true, Pause: pause})
 }

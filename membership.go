@@ -2,7 +2,6 @@ package leader
 
 import (
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -577,25 +576,6 @@ func (e *election) hasGhosts() bool {
 		}
 	}
 	return false
-}
-
-// ghostProbeSpacing is the time between two Hellos to a ghost from a member
-// that is not leading: an eighth of GhostTTL (625 ms at the default), at
-// least ElectionTimeoutMax, with a quarter of jitter so that the elections of
-// a node that all lost the same connection do not probe in one burst. Several
-// probes fit in the window, so one lost to a loaded moment does not cost the
-// member its place.
-func (e *election) ghostProbeSpacing() time.Duration {
-	spacing := max(e.cfg.ghostTTL/8, e.cfg.electionTimeoutMax)
-	return spacing + time.Duration(e.rng.Int64N(int64(spacing)/4+1))
-}
-
-// firstProbeAfterLoss is how long after a lost connection the framework
-// reported an election first says Hello to the member again: lazyDownPause
-// and a random part of ElectionTimeoutMax, so that the elections of a
-// crashed node's survivors probe it spread out, not all at once.
-func firstProbeAfterLoss(cfg config, rng *rand.Rand) time.Duration {
-	return lazyDownPause(cfg) + time.Duration(rng.Int64N(int64(cfg.electionTimeoutMax)+1))
 }
 
 // backdateLoss moves the start of node's member's unreachability back to

@@ -1,6 +1,9 @@
 package leader
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // Every duration the election derives from its options is named here, so
 // that the relations safety needs can be read (and are tested) in one
@@ -190,3 +193,28 @@ func waveWindow(cfg config) time.Duration { return cfg.electionTimeoutMin / 3 }
 func waveExtra(cfg config, rank int) time.Duration {
 	return time.Duration(min(rank, 2)) * (cfg.electionTimeoutMin / 4)
 }
+
+// ghostProbeSpacing is the time between two Hellos to a ghost from a member
+// that is not leading: an eighth of GhostTTL (625 ms at the default), at
+// least ElectionTimeoutMax, with a quarter of jitter so that the elections of
+// a node that all lost the same connection do not probe in one burst. Several
+// probes fit in the window, so one lost to a loaded moment does not cost the
+// member its place.
+func (e *election) ghostProbeSpacing() time.Duration {
+	spacing := max(e.cfg.ghostTTL/8, e.cfg.electionTimeoutMax)
+	return spacing + time.Duration(e.rng.Int64N(int64(spacing)/4+1))
+}
+
+// firstProbeAfterLoss is how long after a lost connection the framework
+// reported an election first says Hello to the member again: lazyDownPause
+// and a random part of ElectionTimeoutMax, so that the elections of a
+// crashed node's survivors probe it spread out, not all at once.
+func firstProbeAfterLoss(cfg config, rng *rand.Rand) time.Duration {
+	return lazyDownPause(cfg) + time.Duration(rng.Int64N(int64(cfg.electionTimeoutMax)+1))
+}
+
+// redialHold is how long no election of this node dials a peer again after
+// one of them reset the connection to it for silence: a silence bound and
+// an ElectionTimeoutMax more, so that the other side's own reset comes
+// first (dialer.go staggers it by node name, redialPause).
+func (e *election) redialHold() time.Duration { return e.silenceBound() + e.cfg.electionTimeoutMax }
