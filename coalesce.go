@@ -72,10 +72,14 @@ type slot struct {
 	interval    time.Duration // the actor's liveness interval (timing.go)
 	stepGrace   time.Duration // the actor's leaderStepGrace (timing.go)
 	peerSilence time.Duration // the actor's hubPeerSilence (timing.go)
-	beatEvery   time.Duration // the actor's HeartbeatInterval: how often its rounds carry a record (pings.go)
-	freshCap    time.Duration // the longest F a ping may ask of the actor (timing.go, maxFresh)
-	board       *pingBoard    // the node's ping board (pings.go)
-	key         uint64        // the hub's number for it (routes.go); only the hub reads and writes it
+	beatEvery   time.Duration // the actor's HeartbeatInterval (pings.go)
+	// everyBeat: a record every beatEvery, vouched for or not. With
+	// AssumeSymmetricConnectionLoss the lease counts acknowledged rounds
+	// only, no pings (vouch.go)
+	everyBeat bool
+	freshCap  time.Duration // the longest F a ping may ask of the actor (timing.go, maxFresh)
+	board     *pingBoard    // the node's ping board (pings.go)
+	key       uint64        // the hub's number for it (routes.go); only the hub reads and writes it
 
 	lead     bool // granted by the actor: open rounds for the actor
 	leadTerm uint64
@@ -111,9 +115,19 @@ type slot struct {
 	boundTerm   uint64
 	unboundFrom gen.Atom
 	// needBeat asks the hub for a record of this leader's round at its
-	// next tick, not only at the next HeartbeatInterval: a new term, a new
-	// follower, or the first round after leading began (pings.go)
+	// next tick: a new term, a new follower, a new hub, or the first round
+	// after leading began (vouch.go)
 	needBeat bool
+	// vouched: the hub sent a record of this leader's term vouchedTerm
+	// and vouches for it in its pings until it raises its lead epoch
+	// (vouch.go); only the hub writes them
+	vouched     bool
+	vouchedTerm uint64
+	// fullTicks: the hub looks at this leader at every full tick (its
+	// record goes at each: hub.reach)
+	fullTicks bool
+	// the newest record of a leader that reached this follower (vouch.go)
+	anchor anchor
 	// pongs is the buffer settle reports the answered pings that count
 	// for this leader in (pings.go)
 	pongs []linkPong
@@ -218,10 +232,13 @@ type sharedView struct {
 	freshEnd time.Time
 	pongEnd  time.Time  // the end of the pings answered until the step withdrew the follow permission (pings.go)
 	pongs    []linkPong // answered pings that count as followers' acks (valid until the next settle)
-	rounds   []roundStamp
-	acks     map[gen.Atom]uint64 // nil when unchanged
-	ackAt    map[gen.Atom]time.Time
-	carried  map[gen.Atom]bool // nil when unchanged
+	// the latest moment the hub of the followed leader vouched for it
+	// (vouch.go): liveness only, never a promise
+	vouchedAt time.Time
+	rounds    []roundStamp
+	acks      map[gen.Atom]uint64 // nil when unchanged
+	ackAt     map[gen.Atom]time.Time
+	carried   map[gen.Atom]bool // nil when unchanged
 
 	acksVersion, carriedVersion uint64
 }
@@ -238,6 +255,10 @@ func (s *slot) settle(acksSeen, carriedSeen uint64) sharedView {
 		s.unboundFrom = s.follow.Node
 		pongEnd = s.board.unbind(s.unboundFrom)
 	}
+	vouched := s.vouchedAt() // before the follow permission goes
+	if s.leading {
+		s.quiet().Store(0) // the hub's next tick looks at a leader in a step (vouch.go)
+	}
 	s.follow, s.followTerm = gen.PID{}, 0
 	s.lead, s.inStep = false, true
 	for i := range s.parked {
@@ -245,7 +266,7 @@ func (s *slot) settle(acksSeen, carriedSeen uint64) sharedView {
 	}
 	s.pongs = s.answeredPings(s.pongs[:0])
 	v := s.view(acksSeen, carriedSeen, s.rounds, s.pongs)
-	v.pongEnd = pongEnd
+	v.pongEnd, v.vouchedAt = pongEnd, vouched
 	s.rounds = nil
 	return v
 }
@@ -291,15 +312,28 @@ func (s *slot) answeredPings(list []linkPong) []linkPong {
 	if s.board == nil || s.leadTerm == 0 {
 		return list
 	}
-	for _, l := range s.links {
-		if l.epochSet == false || l.ack == 0 {
-			continue
-		}
-		if p, ok := s.board.latestFrom(l.node); ok && p.epoch == l.epoch && p.index >= l.mark {
+	for i := range s.links {
+		l := &s.links[i]
+		if p, ok := s.pongOf(l); ok {
 			list = append(list, linkPong{node: l.node, pid: l.pid, sent: p.sent, fresh: p.fresh})
 		}
 	}
 	return list
+}
+
+// pongOf returns the newest answer from l's node that counts as l's ack
+// of this leader's term: it came no earlier than the answer that carried
+// l's newest ack, with the same epoch (pings.go), though answers of newer
+// epochs may have come since. s.mu is held.
+func (s *slot) pongOf(l *followerLink) (pongSeen, bool) {
+	if s.board == nil || s.leadTerm == 0 || l.epochSet == false || l.ack == 0 {
+		return pongSeen{}, false
+	}
+	p, ok := s.board.answerOf(l.node, l.epoch)
+	if ok == false || p.index < l.mark {
+		return pongSeen{}, false
+	}
+	return p, true
 }
 
 // grant is what an actor allows its hub until its next step.
@@ -343,7 +377,9 @@ func (s *slot) share(g grant) {
 		s.leadTerm, s.round = g.leadTerm, 0
 		s.acksVersion++
 	}
-	if g.lead && (s.leading == false || newTerm) {
+	if g.lead && (s.leading == false || newTerm || s.vouched == false) {
+		// a new leader, a new term, or one whose hub stopped vouching for
+		// it (a step outlasted its grace: vouch.go)
 		s.needBeat = true
 	}
 	s.lead, s.leading, s.inStep = g.lead, g.lead, false
@@ -393,6 +429,20 @@ func (e *election) settleShared() {
 			}
 		}
 	}
+	// A follower: its leader's hub vouched for the leader in its pings
+	// since (vouch.go). Liveness only: the deadline and when the leader
+	// was last heard move on, no promise does.
+	if e.grantedFollow != (gen.PID{}) && v.vouchedAt.IsZero() == false {
+		leader := e.grantedFollow
+		if m, ok := e.members[leader.Node]; ok && m.pid == leader && e.leader == leader {
+			if v.vouchedAt.After(m.lastHeard) {
+				m.lastHeard = v.vouchedAt
+			}
+			if deadline := v.vouchedAt.Add(e.randomTimeout()); deadline.After(e.electionDeadline) {
+				e.electionDeadline = deadline
+			}
+		}
+	}
 	// A leader: the rounds the hub opened, and the acks they got.
 	u := e.leadShare(v)
 	for _, r := range u.rounds {
@@ -416,6 +466,12 @@ func (e *election) settleShared() {
 	}
 	for _, p := range u.pongs {
 		p.member.pongSent, p.member.pongFresh = p.sent, p.fresh
+		// its node's hub answered while it was bound to this leader: it
+		// was heard then (a handover's successor must have been, and
+		// records no longer come every interval: vouch.go)
+		if p.sent.After(p.member.lastHeard) {
+			p.member.lastHeard = p.sent
+		}
 	}
 	if len(u.acks) > 0 || len(u.pongs) > 0 {
 		e.renewLease()

@@ -125,6 +125,16 @@ type hub struct {
 	resync    bool                        // the next tick carries every leader's round: a node's epoch changed
 	lastEpoch map[gen.Atom]uint64         // each node's epoch in its last answer
 	shortBeat time.Duration               // the shortest beatEvery of the slots
+
+	// vouching (vouch.go)
+	leadEpoch   uint64    // carried in every ping
+	raise       bool      // a vouched leader may have stopped leading: raise at the next tick
+	raises      uint64    // lead epochs raised (inspect)
+	records     uint64    // leaders' records sent (inspect)
+	nextRefresh time.Time // when the next full tick carries every leader's record anyway
+	// each node of pingPeers as the last full tick found it: carried
+	// (alive or not connected) or not (peersChanged)
+	peerUp map[gen.Atom]bool
 }
 
 func factoryHub() gen.ProcessBehavior { return &hub{} }
@@ -158,7 +168,11 @@ func (h *hub) init() {
 	// numbered from a random start: an answer sent by name to this node's
 	// earlier hub must not match a ping of this one
 	h.pings.seq = rand.Uint64() >> 2
+	// likewise: a follower anchored to this node's earlier hub must not
+	// find its epoch here (vouch.go)
+	h.leadEpoch = rand.Uint64()>>2 | 1 // 0 is a hub that vouches for nothing
 	h.lastEpoch = make(map[gen.Atom]uint64)
+	h.peerUp = make(map[gen.Atom]bool)
 	if h.board == nil {
 		h.board = &pingBoard{peers: make(map[gen.Atom]*pingPeer)} // a hub of its own (tests)
 	}
@@ -223,6 +237,9 @@ func (h *hub) add(s *slot) {
 	s.mu.Lock()
 	s.wave = &h.wave
 	s.quietUntil = cell // 0: the first tick visits it
+	// this hub has vouched for nothing yet: a leader's first round here
+	// goes as a record (vouch.go)
+	s.needBeat, s.vouched = true, false
 	s.mu.Unlock()
 	h.intervalKnown = false
 	// in order by actor, inserted rather than sorted: ten thousand joins
@@ -245,6 +262,11 @@ func (h *hub) leave(actor gen.PID) {
 	}
 	delete(h.slots, actor)
 	delete(h.byKey, s.key)
+	s.mu.Lock()
+	if s.vouched {
+		h.raise = true // its followers must stop being vouched for (vouch.go)
+	}
+	s.mu.Unlock()
 	h.slotsVersion++
 	h.intervalKnown = false
 	if at := slices.Index(h.order, s); at >= 0 {
@@ -315,13 +337,25 @@ func (h *hub) tick() {
 	h.noteLateness(now.Sub(h.nextTick))
 	h.armTick() // before the rounds: a retick must know when the next tick comes
 	defer func() { h.tickLongest = max(h.tickLongest, h.clock().Sub(now)) }()
+	if h.raise {
+		// the pings of this tick carry the new epoch, and its records
+		// anchor every leader still leading to it (vouch.go)
+		h.raise = false
+		h.leadEpoch++
+		h.raises++
+		h.resync = true
+	}
 	full := h.resync || now.Before(h.nextFull) == false
 	if full {
 		// half a tick early: ticks come a little late, and a full tick
 		// must not slip to the one after
 		h.nextFull = now.Add(h.beatEvery() - h.interval()/2)
 	}
-	h.openRounds(h.order, true, full)
+	refresh := full && now.Before(h.nextRefresh) == false
+	if refresh {
+		h.nextRefresh = now.Add(recordRefresh(h.beatEvery()) - h.interval()/2)
+	}
+	h.openRounds(h.order, true, full, refresh)
 	h.forgetGonePeers()
 }
 
@@ -360,6 +394,7 @@ func (h *hub) forgetGonePeers() {
 			delete(h.routes, node)
 			delete(h.lastEpoch, node)
 			delete(h.pingPeers, node)
+			delete(h.peerUp, node)
 			delete(h.pingRTT, node)
 			delete(h.answers, node)
 			h.board.forget(node)
@@ -387,21 +422,29 @@ func (h *hub) quietCell() *atomic.Int64 {
 func (h *hub) retick() {
 	pending := h.pending
 	h.pending = nil
-	h.openRounds(pending, false, false)
+	h.openRounds(pending, false, false, false)
 }
 
 // openRounds opens a round for each of actors' slots that allows it,
 // sends the rounds to their nodes and fires the parked timers that are due
 // (ticks only: a retick comes for the rounds). Leaders in a step are kept
 // for a retick.
-func (h *hub) openRounds(slots []*slot, ticking, full bool) {
+func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 	now := h.clock()
 	resync := h.resync && ticking
 	h.resync = h.resync && ticking == false
-	if full && ticking {
+	ttl := h.peerTTL()
+	// Every leader is looked at when the records go to all, when a node's
+	// hub was found alive or gone since the last full tick (where the
+	// rounds are carried changes: reach), and at the refresh, which also
+	// forgets the nodes no leader's rounds go to any more; otherwise a
+	// leader only when its parked lease timer comes near, its step's
+	// grace ends, it shared something new, or it waits for an ack
+	// (quiet below).
+	everyLeader := resync || refresh || (full && ticking && h.peersChanged(now, ttl))
+	if refresh && ticking {
 		clear(h.pingPeers)
 	}
-	ttl := h.peerTTL()
 	batches := make(tickBatches, 0, len(h.batchSize))
 	var wake []gen.PID
 	var due []parkedWake
@@ -411,7 +454,7 @@ func (h *hub) openRounds(slots []*slot, ticking, full bool) {
 		if ticking == false && h.slots[s.actor] != s {
 			continue // it terminated since the tick
 		}
-		if ticking && resync == false && now.UnixNano() < h.orderQuiet[i].Load() {
+		if ticking && everyLeader == false && now.UnixNano() < h.orderQuiet[i].Load() {
 			continue // nothing due yet (slot.quietUntil)
 		}
 		s.mu.Lock()
@@ -433,6 +476,13 @@ func (h *hub) openRounds(slots []*slot, ticking, full bool) {
 			s.stepSeen = now
 		}
 		busy := s.inStep && s.leading && now.Sub(s.stepSeen) < s.stepGrace
+		// The pings vouch for a leader only while it may still lead the
+		// term its record went with: not once a step ended without the
+		// lead, nor once a step outlasted its grace (vouch.go).
+		if s.vouched && ((s.lead == false && busy == false) || s.leadTerm != s.vouchedTerm) {
+			s.vouched = false
+			h.raise = true
+		}
 		if s.lead == false && busy == false {
 			if ticking {
 				s.quiet().Store(s.quietFor(horizon))
@@ -440,18 +490,28 @@ func (h *hub) openRounds(slots []*slot, ticking, full bool) {
 			s.mu.Unlock()
 			continue
 		}
-		if full == false && s.needBeat == false && ticking {
-			// a leader whose followers' acks the pings renew until the
-			// next full tick
-			s.quiet().Store(min(h.nextFull.UnixNano(), s.quietFor(horizon)))
-			s.mu.Unlock()
-			continue
-		}
-		if h.openRound(s, now, ttl, &batches) {
-			wake = append(wake, s.actor)
+		if full || s.needBeat || ticking == false {
+			lost, again := h.reach(s, now, ttl, &batches)
+			if lost {
+				wake = append(wake, s.actor)
+			}
+			s.fullTicks = again || s.everyBeat
+			if s.needBeat || resync || refresh || s.fullTicks || ticking == false {
+				h.record(s, now, &batches)
+			}
 		}
 		if ticking {
-			s.quiet().Store(min(h.nextFull.UnixNano(), s.quietFor(horizon)))
+			// looked at again when its parked lease timer comes near, when
+			// its step's grace ends, or at the next full tick if it needs
+			// a record then
+			quiet := s.quietFor(horizon)
+			if busy {
+				quiet = min(quiet, s.stepSeen.Add(s.stepGrace).UnixNano())
+			}
+			if s.fullTicks {
+				quiet = min(quiet, h.nextFull.UnixNano())
+			}
+			s.quiet().Store(quiet)
 		}
 		s.mu.Unlock()
 	}
@@ -472,7 +532,7 @@ func (h *hub) openRounds(slots []*slot, ticking, full bool) {
 		h.batchSize[b.node] = max(h.batchSize[b.node], len(b.beats))
 		m := msgBeats{Beats: b.beats}
 		if h.pingPeers[b.node] || len(b.beats) > 0 {
-			m.Ping = seq
+			m.Ping, m.LeadEpoch = seq, h.leadEpoch
 			m.Fresh = uint64(h.rttOf(b.node).sending(seq, h.pingFresh(b.node)) / time.Microsecond)
 		}
 		if a := h.answers[b.node]; a != nil {
@@ -512,25 +572,39 @@ func retickPause(interval time.Duration, n int) time.Duration {
 	return max(min(time.Millisecond<<n, interval/10), 100*time.Microsecond)
 }
 
-// openRound opens the next round of a leading slot, queues its beats in
-// batches and updates which follower nodes its rounds reach; s.mu is held.
-// It reports whether a node stopped being carried (the leader must be
-// woken to send there itself).
-func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches *tickBatches) bool {
-	s.round++
-	s.needBeat = false
-	stamp := roundStamp{round: s.round, at: now, fresh: s.fresh}
-	s.rounds = appendRecent(s.rounds, stamp)
-	s.stamps = appendRecent(s.stamps, stamp)
-	lost, changed := false, false
+// peersChanged reports whether a node the leaders' rounds may go to
+// changed between carried and not (its hub answered within ttl, or the
+// framework has no connection to it: reach) since the last call.
+func (h *hub) peersChanged(now time.Time, ttl time.Duration) bool {
+	changed := false
+	for node := range h.pingPeers {
+		p, known := h.peers[node]
+		_, err := h.process.Node().Network().Node(node)
+		up := (known && now.Sub(p.heardAt) < ttl) || err != nil
+		if was, seen := h.peerUp[node]; seen == false || was != up {
+			changed = true
+		}
+		h.peerUp[node] = up
+	}
+	return changed
+}
+
+// reach updates which follower nodes a leading slot's rounds reach, and
+// notes those nodes as pinged this tick; s.mu is held. It reports whether a
+// node stopped being carried (the leader must be woken to send there
+// itself), and whether the leader's record must go again although nothing
+// changed (vouch.go): a follower node whose hub is alive has not
+// acknowledged a round of the term through the hubs yet (its actor
+// answered the first record itself, before it knew the leader, and the
+// answered pings count for a follower only after such an ack), or its hub
+// said lately that no actor there joined it for this election (only a
+// record's answer tells when one has).
+func (h *hub) reach(s *slot, now time.Time, ttl time.Duration, batches *tickBatches) (lost, again bool) {
+	changed := false
 	for i := range s.links {
 		l := &s.links[i]
 		b := batches.of(h, l.node, now, ttl)
 		h.pingPeers[l.node] = true
-		// the ClusterID goes along until that node's hub has shown it
-		// knows the key (routes.go)
-		named := l.namedBy == b.peer && b.peer != (gen.PID{})
-		b.beats = appendBeat(b.beats, s.key, s.cluster, named == false, s.leadTerm, s.actor.ID, s.round, uint64(s.fresh/time.Microsecond))
 		// A node the framework has no connection to counts as carried: the
 		// leader's own heartbeats would not reach it either, and they are
 		// no way back to it (its election's probes and its followers' own
@@ -540,6 +614,7 @@ func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches *tick
 		// of elections, which then queued the hubs' rounds past the
 		// holding lease.
 		carried := (b.peerAlive || b.disconnected) && now.Sub(l.unserved) >= ttl
+		again = again || now.Sub(l.unserved) < ttl || (b.peerAlive && (l.ack == 0 || l.epochSet == false))
 		if l.decided && l.carried && carried == false {
 			lost = true
 		}
@@ -551,7 +626,28 @@ func (h *hub) openRound(s *slot, now time.Time, ttl time.Duration, batches *tick
 	if changed {
 		s.carriedVersion++
 	}
-	return lost
+	return lost, again
+}
+
+// record opens the next round of a leading slot and queues its record to
+// each follower node in batches; s.mu is held. The pings of the hub's
+// lead epoch vouch for it from then on (vouch.go).
+func (h *hub) record(s *slot, now time.Time, batches *tickBatches) {
+	s.round++
+	s.needBeat = false
+	s.vouched, s.vouchedTerm = true, s.leadTerm
+	h.records++
+	stamp := roundStamp{round: s.round, at: now, fresh: s.fresh}
+	s.rounds = appendRecent(s.rounds, stamp)
+	s.stamps = appendRecent(s.stamps, stamp)
+	for i := range s.links {
+		l := &s.links[i]
+		b := batches.of(h, l.node, now, 0)
+		// the ClusterID goes along until that node's hub has shown it
+		// knows the key (routes.go)
+		named := l.namedBy == b.peer && b.peer != (gen.PID{})
+		b.beats = appendBeat(b.beats, s.key, s.cluster, named == false, s.leadTerm, s.actor.ID, s.round, uint64(s.fresh/time.Microsecond))
+	}
 }
 
 // nodeBatch is the msgBeats a tick builds for one node.
@@ -621,6 +717,13 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 	// acknowledgements below are made under (pings.go)
 	h.board.pinged(peer, now.Add(time.Duration(min(message.Fresh, maxWireFresh))*time.Microsecond))
 	ackEpoch := h.board.epochOf(peer)
+	// what the ping vouches for (vouch.go); a hub whose pings carry no
+	// lead epoch (0) sends every record every interval and vouches for
+	// nothing
+	var vouching *pingPeer
+	if message.Ping != 0 && message.LeadEpoch != 0 {
+		vouching = h.board.noteVouch(peer, message.LeadEpoch, now)
+	}
 	routes := h.routesFrom(from)
 	// the acks are about as long as the beats: the same keys, terms and
 	// rounds, a follower's ID where the beat had the leader's
@@ -645,6 +748,7 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 		leader := gen.PID{Node: peer, ID: b.leaderID, Creation: from.Creation}
 		for _, s := range route.slots {
 			s.mu.Lock()
+			s.setAnchor(leader, b.term, message.LeadEpoch, now, vouching)
 			answered := s.follow == leader && s.followTerm == b.term
 			if answered {
 				s.beatAt = now
@@ -817,6 +921,12 @@ func (h *hub) inspect() map[string]string {
 		"ergo:hub_late_ticks":   strconv.FormatUint(h.lateTicks, 10),
 		"ergo:hub_late_max":     h.lateMax.String(),
 		"ergo:hub_tick_longest": h.tickLongest.String(),
+		// records sent and lead epochs raised (vouch.go): records
+		// growing about as fast as the leaders times the refreshes means
+		// nothing is changing; raises growing means leaders stand down
+		// or hang in steps longer than their grace
+		"ergo:hub_records":      strconv.FormatUint(h.records, 10),
+		"ergo:hub_vouch_raises": strconv.FormatUint(h.raises, 10),
 	}
 }
 

@@ -63,7 +63,7 @@ func newHubBench(elections int) *hubBench {
 func (b *hubBench) interval() {
 	b.now = b.now.Add(50 * time.Millisecond)
 	for _, n := range b.nodes {
-		b.hubs[n].openRounds(b.hubs[n].order, true, true)
+		b.hubs[n].openRounds(b.hubs[n].order, true, true, true)
 	}
 	b.deliver()
 	b.deliver()

@@ -478,7 +478,7 @@ func TestHubQuietTimesStayWithTheirSlotsWhenOneLeaves(t *testing.T) {
 // actor shares or parks makes the hub look again.
 func TestHubPassesQuietFollowersByUntilTheirTimerIsNear(t *testing.T) {
 	now := t0
-	follower := &slot{cluster: "c", actor: pid("a"), interval: 50 * time.Millisecond}
+	follower := &slot{cluster: "c", actor: pid("a"), interval: 50 * time.Millisecond, beatEvery: 50 * time.Millisecond}
 	h, p := newTestHub(follower)
 	h.clock = func() time.Time { return now }
 	horizon := parkHorizon(50 * time.Millisecond)

@@ -473,8 +473,8 @@ func (e *election) acknowledged(m *member, n uint64) {
 // (timing.go). holdUntil adds the holding lease and says when the leader
 // must stand down if no newer round is acknowledged: between the two, the
 // leader keeps its role but does not act, waiting for a newer round to be
-// acknowledged. Only rounds sent since the view last grew make leaseUntil
-// (viewGrew).
+// acknowledged (or, through a hub, a newer ping answered: holdingEvidence).
+// Only rounds sent since the view last grew make leaseUntil (viewGrew).
 //
 // With AssumeSymmetricConnectionLoss, leaseUntil counts only members whose
 // connection is up and lasts the holding lease: a member whose connection
@@ -491,9 +491,38 @@ func (e *election) renewLease() {
 		return
 	}
 	e.leaseUntil = e.leaseWhere(e.leaseCounts, e.grewAt, nil)
-	if sent, ok := e.quorumRound(func(*member) bool { return true }, time.Time{}, nil); ok {
-		e.holdUntil = sent.at.Add(holdingLease(e.cfg))
+	if at, ok := e.holdingEvidence(); ok {
+		e.holdUntil = at.Add(holdingLease(e.cfg))
 	}
+}
+
+// holdingEvidence is what the holding lease counts from: the need-th
+// latest of the members' newest evidence of support, each the send time
+// of its newest acknowledged round or of the newest answered ping that
+// counts as its ack (pings.go), whichever is later. The pings count
+// because a hub sends a leader's round only when it says something new
+// (vouch.go): between those, the answered pings are how a quorum shows it
+// still follows, as the spec's "any inbound protocol message within one
+// election timeout" asks. The hub's parked lease timer counts the same
+// (slot.hubLease).
+func (e *election) holdingEvidence() (time.Time, bool) {
+	var buffer [8]time.Time
+	times := buffer[:0]
+	for _, m := range e.members {
+		var at time.Time
+		if m.ackRound != 0 {
+			if s, ok := e.stampOf(m.ackRound); ok {
+				at = s.at
+			}
+		}
+		if m.pongSent.After(at) {
+			at = m.pongSent
+		}
+		if at.IsZero() == false {
+			times = append(times, at)
+		}
+	}
+	return latestReachedBy(times, e.quorum()-1)
 }
 
 // leaseCounts reports whether m's acknowledgements count toward the acting

@@ -139,6 +139,11 @@ func (s *slot) dueAt(i int) time.Time {
 				at = t
 			}
 		}
+		if v := s.vouchedAt(); v.IsZero() == false {
+			if t := v.Add(p.slack); t.After(at) {
+				at = t
+			}
+		}
 	case timerLease:
 		if t := s.hubLease(p.lease, p.need); t.After(at) {
 			at = t
@@ -165,9 +170,10 @@ func (s *slot) dueParked(now time.Time, horizon time.Duration, wakes []parkedWak
 	return wakes
 }
 
-// hubLease is the end of the lease that the rounds this hub opened and the
-// acknowledgements they got prove: the send time of the newest round need
-// follower nodes acknowledged, plus lease; zero when they do not. s.mu is
+// hubLease is the end of the lease that the rounds this hub opened, the
+// acknowledgements they got and the answered pings that count as acks
+// prove: the need-th latest of the followers' newest evidence, plus
+// lease; zero when there is not enough. s.mu is
 // held. It counts only what the leader counts too (coalesce.go imports the
 // same rounds and acks), so it is never later than the leader's own.
 //
@@ -178,9 +184,19 @@ func (s *slot) dueParked(now time.Time, horizon time.Duration, wakes []parkedWak
 func (s *slot) hubLease(lease time.Duration, need int) time.Time {
 	var buffer [8]time.Time
 	sent := buffer[:0]
-	for _, l := range s.links {
-		if l.ack != 0 && l.ackSent.IsZero() == false {
-			sent = append(sent, l.ackSent)
+	for i := range s.links {
+		l := &s.links[i]
+		var at time.Time
+		if l.ack != 0 {
+			at = l.ackSent
+		}
+		// an answered ping that counts as its ack renews the lease as the
+		// election counts it (lease.go, holdingEvidence)
+		if p, ok := s.pongOf(l); ok && p.sent.After(at) {
+			at = p.sent
+		}
+		if at.IsZero() == false {
+			sent = append(sent, at)
 		}
 	}
 	at, ok := latestReachedBy(sent, need)

@@ -85,8 +85,14 @@ type pingPeer struct {
 	pongEnd time.Time // the latest end of an answered ping's F
 
 	// this node's hub pinging node's hub
-	replies uint64   // answers counted from node's hub
-	latest  pongSeen // the newest of them, if its ping was known
+	replies uint64 // answers counted from node's hub
+	// the newest answer of each of node's recent epochs whose ping was
+	// known, the newest epoch at index (nextEpoch-1) % answerEpochs
+	byEpoch   [answerEpochs]pongSeen
+	nextEpoch int
+
+	// node's hub vouching for its leaders (vouch.go)
+	vouch vouchLog
 }
 
 // pongSeen is an answer to a ping: the epoch it carried, its place among
@@ -198,6 +204,16 @@ func (b *pingBoard) rebind(node gen.Atom, raise bool) {
 	}
 }
 
+// answerEpochs is how many of another node's recent epochs a board keeps
+// the newest answer of. An answer counts for a follower whose ack was made
+// under its epoch whatever came after it (every answer of that epoch was
+// given while the node's elections that followed a leader here were
+// bound), so a leader keeps the newest of those while the other node's
+// epoch moves on: in a crash wave, every step of an election there raises
+// it, and the leaders here must not lose the pings of the epoch before
+// (they would stand down: vouch.go sends no record while nothing changed).
+const answerEpochs = 8
+
 // answered records an answer from node's hub; ping is the stamp of the
 // ping it answers (zero when it is no longer known). It returns the
 // answer's index, which the acknowledgements it carries are marked with.
@@ -206,21 +222,36 @@ func (b *pingBoard) answered(node gen.Atom, epoch uint64, ping pingStamp) uint64
 	defer b.mu.Unlock()
 	p := b.peer(node)
 	p.replies++
-	if ping.at.IsZero() == false {
-		p.latest = pongSeen{epoch: epoch, index: p.replies, sent: ping.at, fresh: ping.fresh}
+	if ping.at.IsZero() {
+		return p.replies
 	}
+	seen := pongSeen{epoch: epoch, index: p.replies, sent: ping.at, fresh: ping.fresh}
+	if p.nextEpoch > 0 {
+		if newest := &p.byEpoch[(p.nextEpoch-1)%answerEpochs]; newest.epoch == epoch {
+			*newest = seen
+			return p.replies
+		}
+	}
+	p.byEpoch[p.nextEpoch%answerEpochs] = seen
+	p.nextEpoch++
 	return p.replies
 }
 
-// latestFrom returns the newest answer from node's hub whose ping is known.
-func (b *pingBoard) latestFrom(node gen.Atom) (pongSeen, bool) {
+// answerOf returns the newest answer from node's hub of epoch epoch whose
+// ping is known, if the board still keeps it.
+func (b *pingBoard) answerOf(node gen.Atom, epoch uint64) (pongSeen, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.peers[node]
-	if p == nil || p.latest.sent.IsZero() {
+	if p == nil {
 		return pongSeen{}, false
 	}
-	return p.latest, true
+	for i := 1; i <= min(p.nextEpoch, answerEpochs); i++ {
+		if a := p.byEpoch[(p.nextEpoch-i)%answerEpochs]; a.epoch == epoch && a.sent.IsZero() == false {
+			return a, true
+		}
+	}
+	return pongSeen{}, false
 }
 
 // pingStamp is when a hub sent a ping, and the F it gave it.

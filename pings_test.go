@@ -33,8 +33,8 @@ func newPingPair(t *testing.T) *pingPair {
 	p.a.init()
 	p.b.init()
 	const interval = 5 * time.Millisecond
-	p.lead = &slot{cluster: "c", actor: pid("a"), interval: interval, beatEvery: 10 * interval, freshCap: 75 * time.Millisecond, board: p.a.board}
-	p.follower = &slot{cluster: "c", actor: pid("b"), interval: interval, beatEvery: 10 * interval, freshCap: 75 * time.Millisecond, board: p.b.board}
+	p.lead = &slot{cluster: "c", actor: pid("a"), interval: interval, beatEvery: 10 * interval, peerSilence: 30 * interval, freshCap: 75 * time.Millisecond, board: p.a.board}
+	p.follower = &slot{cluster: "c", actor: pid("b"), interval: interval, beatEvery: 10 * interval, peerSilence: 30 * interval, freshCap: 75 * time.Millisecond, board: p.b.board}
 	p.lead.share(grant{lead: true, leadTerm: 1, fresh: 3 * interval, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
 	p.follower.share(grant{follow: pid("a"), followTerm: 1})
 	p.a.add(p.lead)
@@ -98,7 +98,7 @@ func TestPingsCountOnlyWhileTheFollowerIsBound(t *testing.T) {
 	pinged := p.now
 	p.now = p.now.Add(5 * time.Millisecond)
 	p.tick()
-	assert.True(t, p.counted().IsZero(), "a ping answered during the step does not count (the leader keeps the one before, %s)", pinged)
+	assert.Equal(t, pinged, p.counted(), "a ping answered during the step does not count; the one before still does")
 
 	// the step ends with the same permission: nothing changed
 	p.follower.share(grant{follow: pid("a"), followTerm: 1})
@@ -145,13 +145,14 @@ func TestTheEpochRisesWhenAFollowerMayHaveDefected(t *testing.T) {
 func TestAFollowerThatLosesItsHubStopsCounting(t *testing.T) {
 	p := newPingPair(t)
 	p.tick()
+	lost := p.now
 	p.follower.settle(0, 0)   // hubDown: a step begins ...
 	p.follower.share(grant{}) // ... and the slot is dropped with nothing granted
 	for range 3 {
 		p.now = p.now.Add(5 * time.Millisecond)
 		p.tick()
 	}
-	assert.True(t, p.counted().IsZero(), "nothing after the hub was lost")
+	assert.False(t, p.counted().After(lost), "nothing answered after the hub was lost counts")
 	assert.Zero(t, p.b.board.peers[node("a")].unbound, "and no step stays open on the board")
 }
 
@@ -183,9 +184,11 @@ func TestThePingsPromiseBindsTheFollower(t *testing.T) {
 }
 
 // The lease counts an answered ping as the member's ack from the ping's
-// send time for its F. Breaks: the default's liveness would need a record
-// per election every liveness interval (the cost the pings remove), or a
-// ping would count for longer than the promise behind it.
+// send time for its F, and the holding lease counts it from its send time
+// too. Breaks: the default's liveness would need a record per election
+// every liveness interval (the cost the pings remove), a ping would count
+// for longer than the promise behind it, or a leader whose hub vouches for
+// it would stand down for want of records (vouch.go).
 func TestTheLeaseCountsAnsweredPings(t *testing.T) {
 	h := leaderOfThree(t)
 	h.e.sendHeartbeats()
@@ -198,7 +201,7 @@ func TestTheLeaseCountsAnsweredPings(t *testing.T) {
 	m.pongSent, m.pongFresh = pinged, 30*time.Millisecond
 	h.e.renewLease()
 	assert.Equal(t, pinged.Add(lessDrift(30*time.Millisecond)), h.e.leaseUntil, "from the ping's send time, for its F less the drift margin")
-	assert.Equal(t, sent.Add(holdingLease(h.e.cfg)), h.e.holdUntil, "the role's lease needs rounds: pings renew only the acting lease")
+	assert.Equal(t, pinged.Add(holdingLease(h.e.cfg)), h.e.holdUntil, "and the role's: a hub sends rounds only when something changed (vouch.go)")
 }
 
 // The end of a node's hub is warned of once for the node, not by each of
@@ -209,4 +212,33 @@ func TestAHubsEndIsWarnedOfOncePerNode(t *testing.T) {
 	assert.True(t, b.firstToSeeHubEnd(first))
 	assert.False(t, b.firstToSeeHubEnd(first), "another election of the node")
 	assert.True(t, b.firstToSeeHubEnd(second), "a later hub")
+}
+
+// An answer counts for a follower whose ack was made under its epoch
+// though the other node's epoch moved on since, and the board keeps the
+// newest answer of its last few epochs for that. Breaks: in a crash wave,
+// where every step of an election on the other node raises its epoch, the
+// leaders here lose every ping of the epoch before and, with no record
+// sent while nothing changed, stand down (vouch.go); or an answer of an
+// epoch long gone keeps counting.
+func TestTheNewestAnswerOfTheAcksEpochCounts(t *testing.T) {
+	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
+	at := func(ms int) pingStamp { return pingStamp{at: t0.Add(time.Duration(ms) * time.Millisecond)} }
+	b.answered(node("a"), 7, at(0))
+	b.answered(node("a"), 7, at(5))
+	b.answered(node("a"), 8, at(10))
+	b.answered(node("a"), 9, at(15))
+	got, ok := b.answerOf(node("a"), 7)
+	require.True(t, ok)
+	assert.Equal(t, at(5).at, got.sent, "the newest answer of epoch 7, after newer epochs came")
+	assert.Equal(t, uint64(2), got.index)
+	got, _ = b.answerOf(node("a"), 9)
+	assert.Equal(t, at(15).at, got.sent)
+	for i := range answerEpochs {
+		b.answered(node("a"), uint64(20+i), at(20+i))
+	}
+	_, ok = b.answerOf(node("a"), 7)
+	assert.False(t, ok, "an epoch the board no longer keeps")
+	_, ok = b.answerOf(node("b"), 7)
+	assert.False(t, ok, "a node never heard")
 }

@@ -218,3 +218,11 @@ func firstProbeAfterLoss(cfg config, rng *rand.Rand) time.Duration {
 // an ElectionTimeoutMax more, so that the other side's own reset comes
 // first (dialer.go staggers it by node name, redialPause).
 func (e *election) redialHold() time.Duration { return e.silenceBound() + e.cfg.electionTimeoutMax }
+
+// recordRefresh is how often a hub sends every leader's record even though
+// nothing changed (vouch.go): twenty HeartbeatIntervals, a second at the
+// defaults. Between refreshes the pings vouch for the leaders; a refresh
+// only anchors again a follower whose anchor went with a lost message, and
+// costs what sending every record every interval cost, a twentieth as
+// often.
+func recordRefresh(heartbeatInterval time.Duration) time.Duration { return 20 * heartbeatInterval }

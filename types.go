@@ -162,7 +162,10 @@ func ErrorTypes() []error {
 type msgBeats struct {
 	Ping  uint64 // the ping's number, which the answer echoes; 0: an answer alone
 	Fresh uint64 // the ping's F in microseconds: the answering node promises that long from its arrival
-	Beats []byte // the rounds, packed (hubwire.go): each msgHeartbeat's content
+	// LeadEpoch is the sending hub's lead epoch: it vouches for every
+	// leader whose record came under it (vouch.go)
+	LeadEpoch uint64
+	Beats     []byte // the rounds, packed (hubwire.go): each msgHeartbeat's content
 
 	// the answer to the other hub's latest ping, as msgBeatAcks's fields
 	Answer   uint64

@@ -66,6 +66,9 @@ type procCost struct {
 	RSS      uint64        // resident set, bytes
 	MsgsOut  uint64        // messages sent to every peer, the framework's counters
 	Warnings int           // warnings and errors logged by the node
+	// the node's liveness hub (its inspect keys): leaders' records sent
+	// and lead epochs raised so far
+	Records, Raises uint64
 }
 
 func init() {
@@ -126,6 +129,12 @@ func runProc(encoded string, in io.Reader, stdout io.Writer) error {
 			for _, peer := range node.Network().Nodes() {
 				if remote, err := node.Network().Node(peer); err == nil {
 					c.MsgsOut += remote.Info().MessagesOut
+				}
+			}
+			if hub, err := node.ProcessPID(hubRegistered); err == nil {
+				if info, err := node.Inspect(hub, "ergo:hub_records", "ergo:hub_vouch_raises"); err == nil {
+					c.Records, _ = strconv.ParseUint(info["ergo:hub_records"], 10, 64)
+					c.Raises, _ = strconv.ParseUint(info["ergo:hub_vouch_raises"], 10, 64)
 				}
 			}
 			encoded, _ := json.Marshal(c)

@@ -170,6 +170,14 @@ func (r procsRun) msgsPerPeerInterval(i int) float64 {
 	return float64(r.costs[1][i].MsgsOut-r.costs[0][i].MsgsOut) / float64(coalesceNodes-1) / intervals
 }
 
+// recordsPerInterval is how many leaders' records node i's hub sent per
+// heartbeat interval over the idle window (the library sends a record only
+// when something changed, and every leader's once a second).
+func (r procsRun) recordsPerInterval(i int) float64 {
+	intervals := float64(r.idle) / float64(time.Duration(leader.DefaultHeartbeatInterval)*time.Millisecond)
+	return float64(r.costs[1][i].Records-r.costs[0][i].Records) / intervals
+}
+
 func (r procsRun) cpuTexts() []string {
 	var texts []string
 	for i := range r.costs[1] {
@@ -199,14 +207,15 @@ func procsReport(p *plan, runs []procsRun) (string, []summaryRow) {
 			continue
 		}
 		fmt.Fprintf(&b, "All led %.2f s after the start; %d leader changes in the idle window.\n\n", r.allLed.Seconds(), r.changes)
-		b.WriteString("| node | idle CPU, % of one core | resident set | live heap | live heap per election | messages to each peer per heartbeat interval | warnings logged |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| node | idle CPU, % of one core | resident set | live heap | live heap per election | messages to each peer per heartbeat interval | leaders' records sent per heartbeat interval | lead epochs raised | warnings logged |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for i := range r.costs[1] {
 			role := ""
 			if r.crash != nil && r.crash.victim == i {
 				role = " (crashed below)"
 			}
-			fmt.Fprintf(&b, "| %d%s | %.1f%% | %s | %s | %s | %.1f | %d |\n", i+1, role, 100*r.cpuShare(i), bytesText(float64(r.costs[1][i].RSS)),
-				bytesText(float64(r.heaps[i])), bytesText(float64(r.heaps[i])/float64(r.clusters)), r.msgsPerPeerInterval(i), r.costs[1][i].Warnings)
+			fmt.Fprintf(&b, "| %d%s | %.1f%% | %s | %s | %s | %.1f | %.1f | %d | %d |\n", i+1, role, 100*r.cpuShare(i), bytesText(float64(r.costs[1][i].RSS)),
+				bytesText(float64(r.heaps[i])), bytesText(float64(r.heaps[i])/float64(r.clusters)), r.msgsPerPeerInterval(i),
+				r.recordsPerInterval(i), r.costs[1][i].Raises-r.costs[0][i].Raises, r.costs[1][i].Warnings)
 		}
 		if in, ok := inProcessMany[r.clusters]; ok && in.idleMeasured {
 			fmt.Fprintf(&b, "\nSide by side, section 6b's run of the same size in this invocation, all three nodes in one process (with the lab's proxies): %s of one core for the whole process, %.1f messages per node pair and interval, %d leader changes in its %s idle window; here the busiest node took %.1f%%.\n",

@@ -1,0 +1,145 @@
+package leader
+
+import (
+	"time"
+
+	"ergo.services/ergo/gen"
+)
+
+// Records only for what changed: a hub vouches for its leaders in its
+// pings.
+//
+// A node's hub pings each node its leaders' rounds go to every liveness
+// interval (pings.go), and the answered pings keep each leader's acting and
+// holding leases (lease.go). What a per-election record added to that, sent
+// every HeartbeatInterval, was liveness for the followers: a follower's
+// election deadline moved on with each record of its leader, and stopped
+// moving once the leader stopped leading, hung, or its node went quiet.
+// Sending, answering and acknowledging a record per election and interval
+// was most of an idle node's per-election cost (docs/performance.md). So a
+// hub sends a leader's record only when it says something new (a new term,
+// a new follower, a changed answer epoch: slot.needBeat, hub.resync), and
+// otherwise vouches for all its leaders at once:
+//
+//   - Every ping carries the hub's lead epoch (msgBeats.LeadEpoch). The
+//     hub raises it whenever a leader it sent a record for may have stopped
+//     leading that record's term: a step of it ended without the lead (it
+//     stood down, or leads a newer term), its actor terminated, or it has
+//     been in one step for longer than its step grace. The last one is the
+//     hung leader: the node's hub pings whatever its actors do, so it must
+//     stop vouching for a leader stuck in a step itself, or that leader's
+//     followers would never replace it. After a raise the next tick carries
+//     the record of every leader still leading, under the new epoch.
+//   - The receiving hub notes, for each follower a record reaches, the
+//     leader, term and lead epoch the record came under: the follower's
+//     anchor. While the pings from the leader's node carry that epoch, each
+//     moves the follower's election deadline on as a record of its leader
+//     would (slot.dueAt, settleShared). Once the epoch has moved past the
+//     anchor's, the deadline counts from the first ping that carried the
+//     newer one: that is when the leader's hub stopped vouching.
+//   - Every recordRefresh every leader's record goes anyway, so that a
+//     follower whose anchor went with a lost message (a dropped connection
+//     loses what was in flight) is anchored again within that.
+//
+// None of this is safety. Leases count acknowledged rounds and answered
+// pings only; an election deadline moved on too far makes a follower
+// campaign later, never a leader act longer.
+
+// vouchHistory is how many superseded lead epochs of a node the board
+// remembers with the moment they were superseded: more raises than this
+// within one election timeout and a follower anchored to an older one
+// counts its deadline from its anchor's own record instead (it campaigns
+// sooner, never later).
+const vouchHistory = 8
+
+// vouchLog is what a node's board knows of another node's hub vouching for
+// its leaders; pingBoard.mu guards it.
+type vouchLog struct {
+	epoch    uint64    // the lead epoch of the newest ping
+	lastPing time.Time // when the newest ping came
+	// superseded epochs, the newest at index (next-1) % vouchHistory
+	past [vouchHistory]pastEpoch
+	next int
+}
+
+// pastEpoch is a lead epoch of a node's hub and when a ping first carried
+// a different one.
+type pastEpoch struct {
+	epoch uint64
+	until time.Time
+}
+
+// noteVouch records a ping from node's hub carrying lead epoch epoch,
+// arrived at now, and returns node's entry, which the followers anchored
+// to node's leaders keep (slot.anchorPeer).
+func (b *pingBoard) noteVouch(node gen.Atom, epoch uint64, now time.Time) *pingPeer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.peer(node)
+	v := &p.vouch
+	if v.lastPing.IsZero() == false && v.epoch != epoch {
+		v.past[v.next%vouchHistory] = pastEpoch{epoch: v.epoch, until: now}
+		v.next++
+	}
+	v.epoch = epoch
+	if now.After(v.lastPing) {
+		v.lastPing = now
+	}
+	return p
+}
+
+// vouchedUntil is the latest moment node's hub (p) vouched for a leader
+// whose record came under lead epoch epoch at anchorAt: its newest ping
+// while that is still its epoch, or when the epoch was superseded; anchorAt
+// when the board no longer knows.
+func (b *pingBoard) vouchedUntil(p *pingPeer, epoch uint64, anchorAt time.Time) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v := &p.vouch
+	at := anchorAt
+	if v.epoch == epoch {
+		if v.lastPing.After(at) {
+			at = v.lastPing
+		}
+		return at
+	}
+	for i := 1; i <= min(v.next, vouchHistory); i++ {
+		if past := v.past[(v.next-i)%vouchHistory]; past.epoch == epoch {
+			if past.until.After(at) {
+				at = past.until
+			}
+			break
+		}
+	}
+	return at
+}
+
+// anchor is the leader, term and lead epoch of the newest record that
+// reached a follower's slot (vouch.go), and when it came.
+type anchor struct {
+	leader gen.PID
+	term   uint64
+	epoch  uint64
+	at     time.Time
+	peer   *pingPeer // the leader's node on this node's board
+}
+
+// setAnchor notes a record of leader's term that came under lead epoch
+// epoch at now, unless the slot is anchored to a newer term; s.mu is held.
+func (s *slot) setAnchor(leader gen.PID, term, epoch uint64, now time.Time, peer *pingPeer) {
+	if peer == nil || term < s.anchor.term {
+		return
+	}
+	s.anchor = anchor{leader: leader, term: term, epoch: epoch, at: now, peer: peer}
+}
+
+// vouchedAt is the latest moment the hub of the leader the slot follows
+// vouched for it (vouch.go), zero when it is not anchored to that leader
+// and term; s.mu is held.
+func (s *slot) vouchedAt() time.Time {
+	a := &s.anchor
+	if s.board == nil || a.peer == nil || s.follow == (gen.PID{}) || s.follow != a.leader || s.followTerm != a.term {
+		return time.Time{}
+	}
+	return s.board.vouchedUntil(a.peer, a.epoch, a.at)
+}

@@ -1,0 +1,252 @@
+package leader
+
+import (
+	"testing"
+	"time"
+
+	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests of the vouching rules (vouch.go). Each names what breaks when it
+// fails.
+
+// vouchSlack is the election timeout the follower parks in these tests.
+const vouchSlack = 150 * time.Millisecond
+
+// parkFollowerTimer parks the follower's election timer as its actor
+// would, due a slack after now unless its leader is heard of.
+func (p *pingPair) parkFollowerTimer() {
+	p.t.Helper()
+	_, parked := p.follower.park(timerElection, parkedTimer{generation: 1, at: p.now.Add(vouchSlack), slack: vouchSlack}, p.now, parkHorizon(5*time.Millisecond))
+	require.True(p.t, parked, "the follower's election timer is parked with its hub")
+}
+
+// followerDue is when the follower's parked election timer is due by what
+// its hub saw.
+func (p *pingPair) followerDue() time.Time {
+	p.follower.mu.Lock()
+	defer p.follower.mu.Unlock()
+	return p.follower.dueAt(0)
+}
+
+// ticks runs n ticks 5 ms apart.
+func (p *pingPair) ticks(n int) {
+	for range n {
+		p.now = p.now.Add(5 * time.Millisecond)
+		p.tick()
+	}
+}
+
+// After its first round, a leader whose state does not change gets no
+// record until the refresh: its node's pings renew its lease and vouch
+// for it. Breaks: every leader costs a record, an answer and an ack per
+// follower node every HeartbeatInterval (the idle cost vouching removes),
+// or a follower whose anchor went with a lost message is never anchored
+// again.
+func TestAHubSendsALeadersRecordOnlyWhenSomethingChanged(t *testing.T) {
+	p := newPingPair(t)
+	p.tick()
+	require.Equal(t, uint64(1), p.lead.round, "the first tick carries the new leader's record")
+	require.Equal(t, uint64(1), p.lead.links[0].ack)
+	p.ticks(100) // half a second: ten HeartbeatIntervals
+	assert.Equal(t, uint64(1), p.lead.round, "no record while nothing changed")
+	assert.Equal(t, p.now, p.counted(), "the pings count as the follower's acks")
+	p.lead.mu.Lock()
+	held := p.lead.hubLease(holdingLease(config{electionTimeoutMin: 150 * time.Millisecond}), 1)
+	p.lead.mu.Unlock()
+	assert.True(t, held.After(p.now.Add(100*time.Millisecond)), "the hub's parked lease timer counts the pings too, not only the round of half a second ago: %s", held.Sub(p.now))
+	p.ticks(110)
+	assert.Equal(t, uint64(2), p.lead.round, "the refresh (every %s) carries the record again", recordRefresh(p.lead.beatEvery))
+
+	// a new follower node is something new
+	p.lead.settle(0, 0)
+	p.lead.share(grant{lead: true, leadTerm: 1, fresh: 15 * time.Millisecond, round: p.lead.round,
+		followers: map[gen.Atom]gen.PID{node("b"): pid("b"), node("c"): pid("c")}})
+	p.a.tick()
+	assert.Equal(t, uint64(3), p.lead.round, "a new follower gets the record at the next tick")
+}
+
+// A follower's election deadline moves on with every ping from its
+// leader's node while the leader's hub vouches for it, with no record.
+// Breaks: followers campaign against a healthy leader every election
+// timeout.
+func TestThePingsVouchForTheLeadersFollowers(t *testing.T) {
+	p := newPingPair(t)
+	p.parkFollowerTimer()
+	p.tick()
+	for range 9 { // within the refresh
+		p.ticks(20)
+		assert.False(t, p.followerDue().Before(p.now.Add(vouchSlack-5*time.Millisecond)), "due a slack after the newest ping, not after the record of %s ago", p.now.Sub(t0))
+	}
+	require.Equal(t, uint64(1), p.lead.round, "all of that without a second record")
+
+	// a follower of another leader or term is not vouched for by this one
+	p.follower.settle(0, 0)
+	p.follower.share(grant{follow: pid("a"), followTerm: 2})
+	p.ticks(1)
+	p.follower.mu.Lock()
+	assert.True(t, p.follower.vouchedAt().IsZero(), "anchored to term 1, it follows term 2")
+	p.follower.mu.Unlock()
+}
+
+// Once a leader's step ends without the lead, its hub stops vouching for
+// it: the follower's deadline counts from the first ping that said so.
+// The other leaders' followers are anchored again by the records of the
+// tick that raised the epoch. Breaks: the followers of a leader that stood
+// down (its lease ran out) never campaign, or every other election of
+// the node campaigns with them.
+func TestAHubStopsVouchingForALeaderThatStoodDown(t *testing.T) {
+	p := newPingPair(t)
+	other, otherFollower := p.addElection("d")
+	p.parkFollowerTimer()
+	p.tick()
+	p.ticks(20)
+	p.lead.settle(0, 0)
+	p.lead.share(grant{}) // it stood down
+	p.ticks(1)            // the tick that sees it
+	p.ticks(1)            // the tick that raises the epoch, with the others' records
+	raised := p.now
+	assert.Equal(t, uint64(1), p.a.raises)
+	assert.Equal(t, uint64(2), other.round, "the other leader's record went again under the new epoch")
+	p.ticks(40)
+	assert.Equal(t, raised.Add(vouchSlack), p.followerDue(), "due a slack after the epoch moved on")
+	otherFollower.mu.Lock()
+	assert.Equal(t, p.now, otherFollower.vouchedAt(), "the other election is still vouched for")
+	otherFollower.mu.Unlock()
+}
+
+// A leader in one step for longer than its step grace is no longer
+// vouched for, while one in a shorter step still is. Breaks: the followers
+// of a hung leader never replace it (the node's hub keeps pinging whatever
+// its actors do), or a leader doing a slow write loses its followers.
+func TestAHubStopsVouchingForAHungLeader(t *testing.T) {
+	p := newPingPair(t)
+	p.addElection("d") // so that the node still pings b
+	p.lead.stepGrace = 75 * time.Millisecond
+	p.parkFollowerTimer()
+	p.tick()
+	p.lead.settle(0, 0) // a step begins, and does not end
+	began := p.now
+	p.ticks(14)
+	assert.Zero(t, p.a.raises, "within its grace it is only busy")
+	assert.False(t, p.followerDue().Before(p.now.Add(vouchSlack-5*time.Millisecond)), "and still vouched for")
+	p.ticks(10)
+	assert.Equal(t, uint64(1), p.a.raises, "past its grace it is hung")
+	due := p.followerDue()
+	assert.True(t, due.Before(began.Add(p.lead.stepGrace+vouchSlack+15*time.Millisecond)), "the follower is due a slack after the grace ran out, not later: %s", due.Sub(began))
+	p.ticks(40)
+	assert.Equal(t, due, p.followerDue(), "and stays due then")
+
+	// the step ends, still leading: the record goes again
+	p.lead.share(grant{lead: true, leadTerm: 1, fresh: 15 * time.Millisecond, round: p.lead.round, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
+	p.ticks(10)
+	assert.False(t, p.followerDue().Before(p.now.Add(vouchSlack-5*time.Millisecond)), "vouched for again once it recorded anew")
+}
+
+// A leader whose actor terminated is no longer vouched for. Breaks: the
+// followers of a leader that crashed in a step wait for the refresh, or
+// forever.
+func TestAHubStopsVouchingForALeaderThatTerminated(t *testing.T) {
+	p := newPingPair(t)
+	p.addElection("d") // so that the node still pings b
+	p.parkFollowerTimer()
+	p.tick()
+	p.ticks(10)
+	p.a.leave(p.lead.actor)
+	p.ticks(1) // the tick that raises the epoch
+	left := p.now
+	assert.Equal(t, uint64(1), p.a.raises)
+	p.ticks(40)
+	assert.Equal(t, left.Add(vouchSlack), p.followerDue())
+}
+
+// The board keeps when each of a node's recent lead epochs was
+// superseded, so a follower anchored to one counts from its end however
+// many raises came after. Breaks: a later raise moves the deadline of a
+// follower whose leader stopped earlier on, and a node whose leaders
+// change often keeps such followers from ever campaigning.
+func TestTheBoardRemembersWhenEachLeadEpochEnded(t *testing.T) {
+	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	p := b.noteVouch(node("a"), 7, at(0))
+	b.noteVouch(node("a"), 7, at(10))
+	assert.Equal(t, at(10), b.vouchedUntil(p, 7, at(0)), "the newest ping of the epoch")
+	b.noteVouch(node("a"), 8, at(20))
+	b.noteVouch(node("a"), 9, at(30))
+	b.noteVouch(node("a"), 9, at(40))
+	assert.Equal(t, at(20), b.vouchedUntil(p, 7, at(0)), "until the first ping of a newer one")
+	assert.Equal(t, at(30), b.vouchedUntil(p, 8, at(0)))
+	assert.Equal(t, at(40), b.vouchedUntil(p, 9, at(0)))
+	for i := range vouchHistory {
+		b.noteVouch(node("a"), uint64(10+i), at(50+i))
+	}
+	assert.Equal(t, at(5), b.vouchedUntil(p, 7, at(5)), "forgotten: the anchor's own record")
+	assert.Equal(t, at(5), b.vouchedUntil(p, 1234, at(5)), "an epoch never seen")
+}
+
+// A record of an older term does not take the anchor of a newer one, and
+// a hub whose pings carry no lead epoch vouches for nothing. Breaks: a
+// stale leader's record (it has not heard of the new term) keeps the new
+// leader's followers from being vouched for, or a node running a version
+// that sends every record every interval without raising vouches forever
+// for a leader that stood down.
+func TestAnAnchorIsTheNewestTermsAndNeedsALeadEpoch(t *testing.T) {
+	p := newPingPair(t)
+	peer := p.b.board.noteVouch(node("a"), 5, t0)
+	s := p.follower
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setAnchor(pid("a"), 1, 5, t0, peer)
+	s.setAnchor(pid("c"), 0, 5, t0.Add(time.Millisecond), peer)
+	assert.Equal(t, pid("a"), s.anchor.leader, "term 0 does not replace term 1")
+	assert.Equal(t, t0, s.vouchedAt())
+
+	p = newPingPair(t)
+	leader := pid("a")
+	record := appendBeat(nil, 1, "c", true, 1, leader.ID, 1, 15000)
+	p.b.beats(gen.PID{Node: leader.Node, ID: 3, Creation: leader.Creation}, msgBeats{Ping: 99, Fresh: 15000, Beats: record})
+	p.follower.mu.Lock()
+	defer p.follower.mu.Unlock()
+	require.Equal(t, t0, p.follower.beatAt, "the record was answered")
+	assert.Nil(t, p.follower.anchor.peer, "but anchors nothing without a lead epoch")
+	assert.True(t, p.follower.vouchedAt().IsZero())
+}
+
+// addElection adds a second election to the pair, led on a and followed
+// on b; it returns its two slots.
+func (p *pingPair) addElection(cluster string) (lead, follower *slot) {
+	const interval = 5 * time.Millisecond
+	la, fb := pid("a"), pid("b")
+	la.ID, fb.ID = 7, 7
+	lead = &slot{cluster: cluster, actor: la, interval: interval, beatEvery: 10 * interval, peerSilence: 30 * interval, freshCap: 75 * time.Millisecond, board: p.a.board}
+	follower = &slot{cluster: cluster, actor: fb, interval: interval, beatEvery: 10 * interval, peerSilence: 30 * interval, freshCap: 75 * time.Millisecond, board: p.b.board}
+	lead.share(grant{lead: true, leadTerm: 1, fresh: 3 * interval, followers: map[gen.Atom]gen.PID{node("b"): fb}})
+	follower.share(grant{follow: la, followTerm: 1})
+	p.a.add(lead)
+	p.b.add(follower)
+	return lead, follower
+}
+
+// A follower whose actor answered the leader's first record itself (it did
+// not know the leader yet, so its hub could not) gets the record again at
+// the next full tick, until its hub acknowledges one: only then do the
+// answered pings count for it. Breaks: a new leader's lease rests on its
+// first round alone, and it stands down a holding lease after winning.
+func TestARecordGoesAgainUntilTheFollowersHubAcknowledgesIt(t *testing.T) {
+	p := newPingPair(t)
+	p.follower.settle(0, 0)
+	p.follower.share(grant{}) // it does not know the leader yet
+	p.tick()
+	require.Equal(t, uint64(1), p.lead.round)
+	require.Zero(t, p.lead.links[0].ack, "its actor got the record, not its hub")
+	p.follower.settle(0, 0)
+	p.follower.share(grant{follow: pid("a"), followTerm: 1}) // it answered, and follows
+	p.ticks(12)                                              // past the next full tick
+	assert.Equal(t, uint64(2), p.lead.round, "the record went again")
+	assert.Equal(t, uint64(2), p.lead.links[0].ack, "and the follower's hub acknowledged it")
+	assert.Equal(t, p.now, p.counted(), "so the pings count")
+	p.ticks(20)
+	assert.Equal(t, uint64(2), p.lead.round, "and no more records")
+}
