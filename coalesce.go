@@ -123,6 +123,9 @@ type slot struct {
 	// (vouch.go); only the hub writes them
 	vouched     bool
 	vouchedTerm uint64
+	// pingsUntil, when set, is when the hub stopped vouching for this
+	// leader: pings sent after it do not count for its leases (pongOf)
+	pingsUntil time.Time
 	// fullTicks: the hub looks at this leader at every full tick (its
 	// record goes at each: hub.reach)
 	fullTicks bool
@@ -330,7 +333,12 @@ func (s *slot) pongOf(l *followerLink) (pongSeen, bool) {
 		return pongSeen{}, false
 	}
 	p, ok := s.board.answerOf(l.node, l.epoch)
-	if ok == false || p.index < l.mark {
+	// A ping vouches for every leader of its hub at once; one the hub
+	// stopped vouching for (it hung in a step, or stood down) is not
+	// supported by the pings sent after that, or a leader stuck in a long
+	// callback would hold its role through it while its followers wait
+	// for their timers (vouch.go).
+	if ok == false || p.index < l.mark || (s.pingsUntil.IsZero() == false && p.sent.After(s.pingsUntil)) {
 		return pongSeen{}, false
 	}
 	return p, true

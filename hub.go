@@ -440,9 +440,12 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 	// forgets the nodes no leader's rounds go to any more; otherwise a
 	// leader only when its parked lease timer comes near, its step's
 	// grace ends, it shared something new, or it waits for an ack
-	// (quiet below).
+	// (quiet below). A tick that looks at every leader also forgets the
+	// nodes no leader's rounds go to any more: a node whose last leader
+	// there stood down stops pinging at once (its pings would keep the
+	// promises of that leader's followers, pings.go).
 	everyLeader := resync || refresh || (full && ticking && h.peersChanged(now, ttl))
-	if refresh && ticking {
+	if everyLeader && ticking {
 		clear(h.pingPeers)
 	}
 	batches := make(tickBatches, 0, len(h.batchSize))
@@ -480,7 +483,7 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 		// term its record went with: not once a step ended without the
 		// lead, nor once a step outlasted its grace (vouch.go).
 		if s.vouched && ((s.lead == false && busy == false) || s.leadTerm != s.vouchedTerm) {
-			s.vouched = false
+			s.vouched, s.pingsUntil = false, now
 			h.raise = true
 		}
 		if s.lead == false && busy == false {
@@ -635,7 +638,7 @@ func (h *hub) reach(s *slot, now time.Time, ttl time.Duration, batches *tickBatc
 func (h *hub) record(s *slot, now time.Time, batches *tickBatches) {
 	s.round++
 	s.needBeat = false
-	s.vouched, s.vouchedTerm = true, s.leadTerm
+	s.vouched, s.vouchedTerm, s.pingsUntil = true, s.leadTerm, time.Time{}
 	h.records++
 	stamp := roundStamp{round: s.round, at: now, fresh: s.fresh}
 	s.rounds = appendRecent(s.rounds, stamp)

@@ -250,3 +250,38 @@ func TestARecordGoesAgainUntilTheFollowersHubAcknowledgesIt(t *testing.T) {
 	p.ticks(20)
 	assert.Equal(t, uint64(2), p.lead.round, "and no more records")
 }
+
+// The pings a hub sends after it stopped vouching for a hung leader do not
+// count for that leader's leases, and once its last leader stood down a
+// node stops pinging. Breaks: a leader stuck in a long callback holds its
+// role through it while its followers wait for their timers, or a node
+// with no leader keeps the promises of its former leader's followers (they
+// refuse every pre-vote) until the refresh.
+func TestPingsCountOnlyForLeadersTheHubVouchesFor(t *testing.T) {
+	p := newPingPair(t)
+	p.addElection("d") // so that the node still pings b
+	p.lead.stepGrace = 75 * time.Millisecond
+	p.tick()
+	p.lead.settle(0, 0) // a step begins, and does not end
+	p.ticks(20)
+	require.Equal(t, uint64(1), p.a.raises, "hung")
+	counted := p.counted()
+	assert.False(t, counted.After(t0.Add(p.lead.stepGrace+10*time.Millisecond)), "no ping after the grace counts for it: %s", counted.Sub(t0))
+	p.lead.share(grant{lead: true, leadTerm: 1, fresh: 15 * time.Millisecond, round: p.lead.round, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
+	p.ticks(3)
+	assert.Equal(t, p.now, p.counted(), "they count again once its record went anew")
+
+	p = newPingPair(t)
+	p.tick()
+	p.lead.settle(0, 0)
+	p.lead.share(grant{}) // the node's only leader stood down
+	p.a.tick()            // sees it
+	p.pa.sent = nil
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.a.tick() // raises, and looks at every leader: none
+	for _, m := range p.pa.sent {
+		if beats, ok := m.(msgBeats); ok {
+			assert.Zero(t, beats.Ping, "no ping from a node with no leader")
+		}
+	}
+}
