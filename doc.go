@@ -200,7 +200,8 @@
 // What the elections of a node share (coalescing.md): hub.go, hubwire.go,
 // routes.go, coalesce.go, parking.go (the liveness hub), actor_hub.go (an
 // actor's side of it), pings.go (the
-// hubs' node-level pings that renew the acting lease), watcher.go,
+// hubs' node-level pings that renew the leases), vouch.go (records only
+// for what changed: the pings vouch for the node's leaders), watcher.go,
 // shared_watcher.go, leader_spare.go (watching other nodes' processes),
 // admission.go, wave.go (node-wide pacing of campaigns and failovers),
 // nodestate.go (what goes when a node stops), atoms.go. The framework's

@@ -597,11 +597,12 @@ func (h *hub) peersChanged(now time.Time, ttl time.Duration) bool {
 // node stopped being carried (the leader must be woken to send there
 // itself), and whether the leader's record must go again although nothing
 // changed (vouch.go): a follower node whose hub is alive has not
-// acknowledged a round of the term through the hubs yet (its actor
-// answered the first record itself, before it knew the leader, and the
-// answered pings count for a follower only after such an ack), or its hub
-// said lately that no actor there joined it for this election (only a
-// record's answer tells when one has).
+// acknowledged a round of the term through the hubs under its current
+// epoch (its actor answered the record itself, being in a step or not
+// knowing the leader yet, and the answered pings count for a follower
+// only after such an ack), or its hub said lately that no actor there
+// joined it for this election (only a record's answer tells when one
+// has).
 func (h *hub) reach(s *slot, now time.Time, ttl time.Duration, batches *tickBatches) (lost, again bool) {
 	changed := false
 	for i := range s.links {
@@ -617,7 +618,10 @@ func (h *hub) reach(s *slot, now time.Time, ttl time.Duration, batches *tickBatc
 		// of elections, which then queued the hubs' rounds past the
 		// holding lease.
 		carried := (b.peerAlive || b.disconnected) && now.Sub(l.unserved) >= ttl
-		again = again || now.Sub(l.unserved) < ttl || (b.peerAlive && (l.ack == 0 || l.epochSet == false))
+		again = again || now.Sub(l.unserved) < ttl
+		if b.peerAlive && (l.ack == 0 || l.epochSet == false || l.epoch != h.lastEpoch[l.node]) {
+			again = true // its node's pings do not count for it now
+		}
 		if l.decided && l.carried && carried == false {
 			lost = true
 		}

@@ -36,10 +36,13 @@ import "ergo.services/ergo/gen"
 //     this node's own followers, checked as before (hub.beats).
 
 // routeIdleMessages is how many messages from a node a route may go
-// unused before it is forgotten: about ten seconds of ticks. An election
-// that stopped leading, or left, costs nothing after that; one that comes
-// back is named again (Unknown).
-const routeIdleMessages = 256
+// unused before it is forgotten: about ten seconds of ticks at the default
+// liveness interval (5 ms), so well over the refresh that sends every
+// leader's record once a second (vouch.go): a route in use is never
+// forgotten between two of its records. An election that stopped leading,
+// or left, costs nothing after that; one that comes back is named again
+// (Unknown).
+const routeIdleMessages = 2048
 
 // peerRoutes is what one hub knows of another node's hub's keys.
 type peerRoutes struct {

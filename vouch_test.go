@@ -285,3 +285,23 @@ func TestPingsCountOnlyForLeadersTheHubVouchesFor(t *testing.T) {
 		}
 	}
 }
+
+// A follower whose epoch moved on while its actor was in a step (so the
+// resync's record went to its actor, not its hub) gets the record again at
+// the next full tick, until its hub acknowledges one under the new epoch.
+// Breaks: the pings stop counting for that follower for good, and a leader
+// with no other support stands down a holding lease later though its
+// followers never left it.
+func TestARecordGoesAgainUntilAckedUnderTheNewEpoch(t *testing.T) {
+	p := newPingPair(t)
+	p.tick()
+	p.ticks(2)
+	require.Equal(t, p.now, p.counted())
+	p.follower.settle(0, 0) // a step: the next answer raises the epoch
+	p.ticks(2)              // the answer, then the resync's record, which its hub cannot answer
+	p.follower.share(grant{follow: pid("a"), followTerm: 1})
+	stale := p.counted()
+	p.ticks(12) // past the next full tick
+	assert.True(t, p.counted().After(stale), "the pings count again")
+	assert.Equal(t, p.now, p.counted())
+}
