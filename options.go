@@ -55,7 +55,13 @@ type Options struct {
 	// HeartbeatInterval is how often a leader asserts itself. Default 50, or
 	// a third of ElectionTimeoutMin when that is shorter. It must be
 	// comfortably below ElectionTimeoutMin (at most a third of it), or
-	// followers time out between heartbeats; Init warns otherwise.
+	// followers time out between heartbeats; Init warns otherwise. Through
+	// the node's liveness hub (the default, see DisableCoalescing) a
+	// leader asserts itself more often and more cheaply: the hub pings
+	// each other node every ElectionTimeoutMin/30 for all the node's
+	// leaders at once, and sends a leader's own heartbeat record only
+	// when something changed, and at least every twenty HeartbeatIntervals
+	// (docs/coalescing.md).
 	HeartbeatInterval int
 
 	// GhostTTL is how long a peer whose connection dropped stays in the view
