@@ -64,7 +64,6 @@ type (
 	// from the hub: it must send its own heartbeats there.
 	hubCarryLost struct{}
 	hubTick      struct{ Generation uint64 }
-	hubRetick    struct{ Generation uint64 }
 )
 
 // hubPeer is another node's hub as this one knows it.
@@ -95,14 +94,11 @@ type hub struct {
 	ticking      bool
 	tickGen      uint64
 	nextTick     time.Time
-	pending      []*slot // leaders a tick found in the middle of a step
-	retickGen    uint64
 	// the shortest interval of the slots, recomputed after a join or leave
 	shortest       time.Duration
 	longestSilence time.Duration // the longest peerSilence of the slots
 	sweptAt        time.Time     // the last forgetGonePeers
 	intervalKnown  bool
-	reticks        int // since the last tick
 	// batchSize is the size of the last tick's msgBeats to each node: the
 	// next one's buffer starts that large
 	batchSize map[gen.Atom]int
@@ -194,10 +190,6 @@ func (h *hub) ProcessRun() error {
 		case hubTick:
 			if m.From == h.process.PID() && message.Generation == h.tickGen {
 				h.tick()
-			}
-		case hubRetick:
-			if m.From == h.process.PID() && message.Generation == h.retickGen {
-				h.retick()
 			}
 		case gen.MessageDownPID:
 			if system && m.From == message.PID {
@@ -319,23 +311,18 @@ func (h *hub) armTick() {
 // node the rounds of all of them in one message.
 //
 // A leader in the middle of a step has withdrawn its permission to open
-// rounds (coalesce.go). Skipping it would cost its lease a round: an actor
-// that handles messages every few milliseconds (its own work, say) is often
-// in a step when the tick comes, and two skipped rounds in a row let a
-// lease of three intervals run out. So the hub comes back for those
-// leaders a moment later (retickPause), and again, until their step ended
-// or the next tick is near.
+// rounds (coalesce.go), but is still served for its step grace (busy,
+// openRounds): an actor doing its own work is often in a step when the
+// tick comes.
 //
-// Each tick is a ping to every node the leaders' rounds go to (pings.go);
-// a full tick, every HeartbeatInterval, also carries a round of every
-// leader, and another tick only those of the leaders that need one now
-// (slot.needBeat). A tick after an answer changed a node's epoch is full:
-// the followers there must acknowledge a round again before the pings
-// count for them.
+// Each tick is a ping to every node the leaders' rounds go to (pings.go),
+// and carries the records of the leaders that need one (vouch.go). A tick
+// after an answer changed a node's epoch is full: the followers there must
+// acknowledge a round again before the pings count for them.
 func (h *hub) tick() {
 	now := h.clock()
 	h.noteLateness(now.Sub(h.nextTick))
-	h.armTick() // before the rounds: a retick must know when the next tick comes
+	h.armTick()
 	defer func() { h.tickLongest = max(h.tickLongest, h.clock().Sub(now)) }()
 	if h.raise {
 		// the pings of this tick carry the new epoch, and its records
@@ -417,18 +404,10 @@ func (h *hub) quietCell() *atomic.Int64 {
 	return cell
 }
 
-// retick is the hub coming back for the leaders the last tick or retick
-// found in the middle of a step.
-func (h *hub) retick() {
-	pending := h.pending
-	h.pending = nil
-	h.openRounds(pending, false, false, false)
-}
-
-// openRounds opens a round for each of actors' slots that allows it,
-// sends the rounds to their nodes and fires the parked timers that are due
-// (ticks only: a retick comes for the rounds). Leaders in a step are kept
-// for a retick.
+// openRounds looks at the slots that are due (all of them when ticking is
+// false), opens the rounds whose records must go (vouch.go), sends each
+// node its message (a ping, with those records and the answer it owes)
+// and, when ticking, fires the parked timers that are due.
 func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 	now := h.clock()
 	resync := h.resync && ticking
@@ -549,30 +528,6 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 		h.process.Send(actor, hubCarryLost{})
 	}
 	h.fire(due)
-	if ticking {
-		h.reticks = 0
-	}
-	if len(h.pending) > 0 {
-		pause := retickPause(h.interval(), h.reticks)
-		if h.reticks < maxReticks && h.clock().Add(pause).Before(h.nextTick) {
-			h.reticks++
-			h.retickGen++
-			h.process.SendAfter(h.process.PID(), hubRetick{Generation: h.retickGen}, pause)
-		} else {
-			h.pending = nil // a leader busy for that long misses this round
-		}
-	}
-}
-
-// maxReticks is how many times per interval the hub comes back for leaders
-// in the middle of a step, retickPause apart.
-const maxReticks = 4
-
-// retickPause is how long the hub waits before it comes back for leaders
-// that were in the middle of a step the n-th time: a millisecond, doubling
-// (a step is usually far shorter), never more than a tenth of the interval.
-func retickPause(interval time.Duration, n int) time.Duration {
-	return max(min(time.Millisecond<<n, interval/10), 100*time.Microsecond)
 }
 
 // peersChanged reports whether a node the leaders' rounds may go to
