@@ -286,11 +286,12 @@ func TestPingsCountOnlyForLeadersTheHubVouchesFor(t *testing.T) {
 	}
 }
 
-// A follower whose epoch moved on while its actor was in a step (so the
-// resync's record went to its actor, not its hub) gets the record again at
-// the next full tick, until its hub acknowledges one under the new epoch.
-// Breaks: the pings stop counting for that follower for good, and a leader
-// with no other support stands down a holding lease later though its
+// A follower whose epoch moved on while its actor was in a step, and
+// whose acknowledgement of the resync's record was lost (a dropped
+// connection takes what was in flight), gets the record again at the next
+// full tick, until its hub acknowledges one under its current epoch.
+// Breaks: the pings stop counting for that follower until the refresh,
+// and a leader with no other support stands down meanwhile though its
 // followers never left it.
 func TestARecordGoesAgainUntilAckedUnderTheNewEpoch(t *testing.T) {
 	p := newPingPair(t)
@@ -298,8 +299,16 @@ func TestARecordGoesAgainUntilAckedUnderTheNewEpoch(t *testing.T) {
 	p.ticks(2)
 	require.Equal(t, p.now, p.counted())
 	p.follower.settle(0, 0) // a step: the next answer raises the epoch
-	p.ticks(2)              // the answer, then the resync's record, which its hub cannot answer
+	p.ticks(1)
 	p.follower.share(grant{follow: pid("a"), followTerm: 1})
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.a.tick() // the resync: its record reaches b, b's answer is lost
+	for _, m := range p.pa.sent {
+		if beats, ok := m.(msgBeats); ok {
+			p.b.beats(p.pa.self, beats)
+		}
+	}
+	p.pa.sent, p.pa.sentTo, p.pb.sent, p.pb.sentTo = nil, nil, nil, nil
 	stale := p.counted()
 	p.ticks(12) // past the next full tick
 	assert.True(t, p.counted().After(stale), "the pings count again")
