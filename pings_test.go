@@ -242,3 +242,23 @@ func TestTheNewestAnswerOfTheAcksEpochCounts(t *testing.T) {
 	_, ok = b.answerOf(node("b"), 7)
 	assert.False(t, ok, "a node never heard")
 }
+
+// An answer counts for a follower only if it came no earlier than the
+// answer that carried the follower's acknowledgement, even when its epoch
+// is the same: an election on the other node that followed a leader
+// elsewhere and then this one does not raise this node's epoch when it
+// switches, so an answer of the same epoch from before its ack was given
+// while it was not bound here. Breaks: the lease counts a ping answered
+// before the follower promised anything to this leader.
+func TestAnAnswerBeforeTheAckDoesNotCount(t *testing.T) {
+	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
+	b.answered(node("b"), 7, pingStamp{at: t0, fresh: 15 * time.Millisecond}) // index 1: before the ack
+	mark := b.answered(node("b"), 7, pingStamp{})                             // the ack's answer, its ping no longer known
+	s := &slot{board: b, leadTerm: 1, links: []followerLink{{node: node("b"), pid: pid("b"), ack: 2, epoch: 7, mark: mark, epochSet: true}}}
+	_, ok := s.pongOf(&s.links[0])
+	assert.False(t, ok, "the answer of index 1 predates the ack of index %d", mark)
+	b.answered(node("b"), 7, pingStamp{at: t0.Add(5 * time.Millisecond), fresh: 15 * time.Millisecond})
+	p, ok := s.pongOf(&s.links[0])
+	require.True(t, ok, "a later answer of the same epoch counts")
+	assert.Equal(t, t0.Add(5*time.Millisecond), p.sent)
+}
