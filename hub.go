@@ -413,12 +413,11 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 	resync := h.resync && ticking
 	h.resync = h.resync && ticking == false
 	ttl := h.peerTTL()
-	// Every leader is looked at when the records go to all, when a node's
-	// hub was found alive or gone since the last full tick (where the
-	// rounds are carried changes: reach), and at the refresh, which also
-	// forgets the nodes no leader's rounds go to any more; otherwise a
-	// leader only when its parked lease timer comes near, its step's
-	// grace ends, it shared something new, or it waits for an ack
+	// Every leader is looked at when the records go to all (a resync or
+	// the refresh) and when a node's hub was found alive or gone since the
+	// last full tick (where the rounds are carried changes: reach);
+	// otherwise a leader only when its parked lease timer comes near, its
+	// step's grace ends, it shared something new, or it waits for an ack
 	// (quiet below). A tick that looks at every leader also forgets the
 	// nodes no leader's rounds go to any more: a node whose last leader
 	// there stood down stops pinging at once (its pings would keep the
