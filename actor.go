@@ -207,9 +207,12 @@ type Actor struct {
 
 	// Injected by the deterministic simulator; production uses the wall
 	// clock and a randomly seeded source.
-	clock    func() time.Time
-	rng      *rand.Rand
-	switches protocolSwitches
+	clock func() time.Time
+	rng   *rand.Rand
+	// turnLimit is how many elections of this actor's node campaign at once
+	// on election timeouts (admission.go); 0 is campaignsInFlight. Tests
+	// lower it so that a handful of elections already queue.
+	turnLimit int
 }
 
 // publicState is the part of the state the callbacks report.
@@ -278,7 +281,7 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.hints = &downHints{pause: lazyDownPause(cfg)}
 	a.noCoalescing = options.DisableCoalescing
 	a.state = newElection(cfg, a.PID(), a.Name(), a.rng, a.Log())
-	a.state.configure(a.switches, turnsOf(a.Node(), a.switches))
+	a.state.configure(turnsOf(a.Node(), a.turnLimit))
 	retainNode(a.Node())
 	a.retained = true
 	// before this actor can grant anything: no answer its node's hub gave

@@ -83,7 +83,7 @@ type campaignGate struct {
 	queue   []waiter
 	tickets map[gen.PID]uint64
 	issued  uint64
-	limit   int  // turns; the simulator's fleets set their own (protocolSwitches)
+	limit   int  // turns; tests set their own (Actor.turnLimit)
 	dropped bool // forgotten while idle: whoever got it asks again
 }
 
@@ -239,11 +239,11 @@ func (n nodeTurns) release(pid gen.PID, now time.Time, hold time.Duration) []gen
 	return releaseTurn(n.node, n.limit, pid, now, hold)
 }
 
-// turnsOf is the gate of node for elections with these switches.
-func turnsOf(node gen.Node, switches protocolSwitches) nodeTurns {
-	limit := campaignsInFlight
-	if switches.campaignTurns > 0 {
-		limit = switches.campaignTurns
+// turnsOf is the gate of node handing out limit turns, or
+// campaignsInFlight if limit is 0.
+func turnsOf(node gen.Node, limit int) nodeTurns {
+	if limit <= 0 {
+		limit = campaignsInFlight
 	}
 	return nodeTurns{node: node, limit: limit}
 }

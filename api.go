@@ -45,7 +45,7 @@ func (a *Actor) LeaseExpiry() time.Time {
 	if a.IsLeader() == false {
 		return time.Time{}
 	}
-	if a.state.quorum() <= 1 || a.state.switches.noResponseQuorum {
+	if a.state.quorum() <= 1 {
 		return a.clock().Add(actingLease(a.state.cfg))
 	}
 	return a.state.actingUntil(a.stillConnected, a.state.peekShared())

@@ -248,7 +248,7 @@ type (
 type clActorSpec struct {
 	name     gen.Atom
 	options  Options
-	switches protocolSwitches
+	switches actorTuning
 	// discover returns the peers to Join on every discovery tick.
 	discover      func() []gen.ProcessID
 	discoverEvery time.Duration

@@ -23,7 +23,7 @@ func TestClusterManyElectionsShareTheNodes(t *testing.T) {
 	tm := clusterFastTimings
 	c := newRealCluster(t, clConfig{})
 	nodes := c.addNodes(4)
-	names := spawnElections(c, nodes, elections, tm, protocolSwitches{})
+	names := spawnElections(c, nodes, elections, tm, actorTuning{})
 	for _, name := range names {
 		c.waitLeader(nodes, name, clConverge)
 	}
@@ -137,7 +137,7 @@ func TestClusterMixedCoalescingKeepsEveryoneFollowing(t *testing.T) {
 
 // spawnElections starts n elections with a member on each of nodes: the
 // k-th registers as e<k> with ClusterID c<k>. It returns their names.
-func spawnElections(c *realCluster, nodes []int, n int, tm clusterTimings, switches protocolSwitches) []gen.Atom {
+func spawnElections(c *realCluster, nodes []int, n int, tm clusterTimings, switches actorTuning) []gen.Atom {
 	names := make([]gen.Atom, n)
 	for k := range names {
 		names[k] = gen.Atom(fmt.Sprintf("e%02d", k))
@@ -160,7 +160,7 @@ func TestClusterCampaignsTakeTurns(t *testing.T) {
 	tm := clusterFastTimings
 	c := newRealCluster(t, clConfig{})
 	nodes := c.addNodes(3)
-	names := spawnElections(c, nodes, elections, tm, protocolSwitches{campaignTurns: 1})
+	names := spawnElections(c, nodes, elections, tm, actorTuning{campaignTurns: 1})
 	for _, name := range names {
 		c.waitLeader(nodes, name, clConverge)
 	}

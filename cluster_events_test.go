@@ -54,7 +54,7 @@ func TestClusterLeadershipEventsReachOtherNodes(t *testing.T) {
 	const cluster = "events"
 	c := newRealCluster(t, clConfig{})
 	nodes := c.addNodes(4)
-	c.spawnAll(nodes[:3], tm.options(cluster, 3), protocolSwitches{})
+	c.spawnAll(nodes[:3], tm.options(cluster, 3), actorTuning{})
 	leader, term := c.waitLeader(nodes[:3], clActorName, clConverge)
 
 	var mu sync.Mutex

@@ -449,7 +449,7 @@ func (c *realCluster) spawn(i int, spec clActorSpec) (gen.PID, error) {
 	}
 	factory := func() gen.ProcessBehavior {
 		b := &testActor{spec: spec, rec: c.rec}
-		b.Actor.switches = spec.switches
+		b.Actor.turnLimit = spec.switches.campaignTurns
 		return b
 	}
 	pid, err := n.node.SpawnRegister(spec.name, factory, gen.ProcessOptions{})
@@ -470,7 +470,7 @@ func (c *realCluster) mustSpawn(i int, spec clActorSpec) gen.PID {
 }
 
 // spawnAll starts the main actor with the same options on every given node.
-func (c *realCluster) spawnAll(idxs []int, options Options, switches protocolSwitches) {
+func (c *realCluster) spawnAll(idxs []int, options Options, switches actorTuning) {
 	c.t.Helper()
 	for _, i := range idxs {
 		c.mustSpawn(i, clActorSpec{options: options, switches: switches})

@@ -13,8 +13,7 @@ import (
 )
 
 // The protocol extensions on real nodes that need no network fault: the
-// graceful handover and a hung leader. The mechanisms shown by comparing a
-// run with them and a run without them (protocolSwitches) against cut,
+// graceful handover and a hung leader. The mechanisms against cut,
 // half-open and flapping links run on the process lab
 // (lab_partition_test.go), and the crash failover too
 // (lab_failover_test.go).
@@ -60,7 +59,7 @@ func clWaitHandover(t *testing.T, c *realCluster, cluster string, old gen.Atom, 
 // clReplaceNode retires node gone from the discovery and the views of the
 // survivors (as a discovery loop calling Leave would) and starts a fresh
 // node in its place, so a long series of stops keeps five nodes.
-func clReplaceNode(t *testing.T, c *realCluster, gone int, tm clusterTimings, cluster string, switches protocolSwitches) {
+func clReplaceNode(t *testing.T, c *realCluster, gone int, tm clusterTimings, cluster string, switches actorTuning) {
 	t.Helper()
 	c.setListed(gone, false)
 	for _, i := range c.live() {
@@ -81,7 +80,7 @@ func clRunHandovers(t *testing.T, how string, runs int, tm clusterTimings) []clH
 	const cluster = "handover"
 	c := newRealCluster(t, clConfig{})
 	all := c.addNodes(5)
-	c.spawnAll(all, tm.options(cluster, 3), protocolSwitches{})
+	c.spawnAll(all, tm.options(cluster, 3), actorTuning{})
 	var handovers []clHandover
 	preVotes := make(map[gen.Atom]string)
 	for run := range runs {
@@ -141,7 +140,7 @@ func clRunHandovers(t *testing.T, how string, runs int, tm clusterTimings) []clH
 			t.Logf("run %d: %s -> %s, gap %s", run, oldName, h.next.node, h.gap().Round(10*time.Microsecond))
 		}
 		if how == "node Stop" && run < runs-1 {
-			clReplaceNode(t, c, old, tm, cluster, protocolSwitches{})
+			clReplaceNode(t, c, old, tm, cluster, actorTuning{})
 		}
 	}
 	return handovers
@@ -210,7 +209,7 @@ func TestClusterHungLeaderIsReplaced(t *testing.T) {
 	tm := clusterDefaultTimings
 	c := newRealCluster(t, clConfig{})
 	all := c.addNodes(5)
-	c.spawnAll(all, tm.options("hung", 3), protocolSwitches{})
+	c.spawnAll(all, tm.options("hung", 3), actorTuning{})
 	hung, term := c.waitLeader(all, clActorName, clConverge)
 	rest := clWithout(all, hung)
 
@@ -322,7 +321,7 @@ func TestClusterAStoppingLeaderStartsNoHelper(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		c := newRealCluster(t, clConfig{})
 		all := c.addNodes(3)
-		c.spawnAll(all, tm.options("outgoing", 3), protocolSwitches{})
+		c.spawnAll(all, tm.options("outgoing", 3), actorTuning{})
 		lead, _ := c.waitLeader(all, clActorName, clConverge)
 		for _, f := range clWithout(all, lead) {
 			started := make(chan struct{})

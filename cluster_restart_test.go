@@ -154,7 +154,7 @@ func (c *realCluster) leaderlessTotals(idxs []int) map[int]time.Duration {
 
 // clStartRolling starts three nodes at the defaults with a discovery loop
 // every clRollingDiscoverEvery, and waits for a settled leader.
-func clStartRolling(c *realCluster, switches protocolSwitches) []int {
+func clStartRolling(c *realCluster, switches actorTuning) []int {
 	c.t.Helper()
 	all := c.addNodes(3)
 	for _, i := range all {
@@ -172,7 +172,7 @@ func clStartRolling(c *realCluster, switches protocolSwitches) []int {
 // survivors agree on a leader while the node is down, and fails the test
 // if they do not within clConverge; without it the node is started again
 // at once, as a rolling restart does.
-func clRollingRestart(c *realCluster, all []int, switches protocolSwitches, holdDown bool) []clRollingStep {
+func clRollingRestart(c *realCluster, all []int, switches actorTuning, holdDown bool) []clRollingStep {
 	c.t.Helper()
 	var steps []clRollingStep
 	for _, k := range all {
@@ -227,7 +227,7 @@ func (s clRollingStep) String() string {
 // same name in turn. While a node is down the two survivors agree on a
 // leader, and none of them falls below the floor: no survivor is ever seen
 // unclustered and no leader logs that it steps down below MinClusterSize.
-// Without kept seats (protocolSwitches.noKeptSeats) the survivors of every
+// Without kept seats (seats.go) the survivors of every
 // step fall below the floor and stay leaderless until the node is back, so
 // this test fails there (checked by hand: every step saw the survivors
 // unclustered, and the first step timed out waiting for them to elect).
@@ -241,8 +241,8 @@ func (s clRollingStep) String() string {
 // vote and the survivors leaderless in most runs.
 func TestClusterRollingRestartKeepsLeader(t *testing.T) {
 	c := newRealCluster(t, clConfig{})
-	all := clStartRolling(c, protocolSwitches{})
-	steps := clRollingRestart(c, all, protocolSwitches{}, true)
+	all := clStartRolling(c, actorTuning{})
+	steps := clRollingRestart(c, all, actorTuning{}, true)
 	leaderStops := 0
 	for _, s := range steps {
 		t.Logf("%s", s)

@@ -90,7 +90,7 @@ func TestClusterLeaderNodeStops(t *testing.T) {
 			// once, and four stay above the floor.
 			c := newRealCluster(t, clConfig{})
 			idxs := c.addNodes(5)
-			c.spawnAll(idxs, clusterFastTimings.options("stop", 0), protocolSwitches{})
+			c.spawnAll(idxs, clusterFastTimings.options("stop", 0), actorTuning{})
 			old, oldTerm := c.waitLeader(idxs, clActorName, clConverge)
 			oldPID := c.pid(old, clActorName)
 
@@ -149,7 +149,7 @@ func TestClusterStoppedLeaderStaysRemoved(t *testing.T) {
 	tm.ghost = 2000 // bounds how long a wrongly re-admitted member lingers
 	const cluster = "removed"
 	c := newRealCluster(t, clConfig{})
-	c.spawnAll(c.addNodes(5), tm.options(cluster, 3), protocolSwitches{})
+	c.spawnAll(c.addNodes(5), tm.options(cluster, 3), actorTuning{})
 	for run := range 10 {
 		c.waitAcquainted(c.live(), clActorName, clConverge)
 		old, _ := c.waitLeader(c.live(), clActorName, clConverge)
@@ -250,7 +250,7 @@ func TestClusterGhostTTL(t *testing.T) {
 	tm.ghost = 1500
 	c := newRealCluster(t, clConfig{})
 	all := c.addNodes(4)
-	c.spawnAll(all, tm.options("ghost", 3), protocolSwitches{})
+	c.spawnAll(all, tm.options("ghost", 3), actorTuning{})
 	leader, _ := c.waitLeader(all, clActorName, clConverge)
 	c.waitViews(all, clActorName, 4, clConverge)
 	c.waitAcquainted(all, clActorName, clConverge)
@@ -321,7 +321,7 @@ func TestClusterLeaveIsImmediateAndSticky(t *testing.T) {
 	tm := clusterTimings{min: 300, max: 900, hb: 30, ghost: 60000}
 	c := newRealCluster(t, clConfig{})
 	all := c.addNodes(4)
-	c.spawnAll(all, tm.options("leave", 3), protocolSwitches{})
+	c.spawnAll(all, tm.options("leave", 3), actorTuning{})
 	// The withdrawn node is the leader: it keeps sending heartbeats, which
 	// is the traffic that must not re-admit it.
 	gone, _ := c.waitLeader(all, clActorName, clConverge)

@@ -21,7 +21,7 @@ func TestClusterElectionsShareOneWatcherPerNode(t *testing.T) {
 	tm := clusterTimings{min: 100, max: 200, hb: 20, ghost: 600_000}
 	c := newRealCluster(t, clConfig{})
 	nodes := c.addNodes(3)
-	names := spawnElections(c, nodes, elections, tm, protocolSwitches{})
+	names := spawnElections(c, nodes, elections, tm, actorTuning{})
 	for _, name := range names {
 		c.waitLeader(nodes, name, clConverge)
 	}

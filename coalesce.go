@@ -599,7 +599,7 @@ func (e *election) shareState() {
 	if e.mayDelegateAcks() {
 		g.follow, g.followTerm = e.leader, e.term
 	}
-	if e.role == roleLeader && e.unpublished == false && e.switches.noResponseQuorum == false {
+	if e.role == roleLeader && e.unpublished == false {
 		g.lead, g.leadTerm, g.round, g.fresh = true, e.term, e.round, e.roundFresh()
 		g.followers = e.followersToShare()
 	}

@@ -99,19 +99,6 @@ func (e *election) corroborated(from gen.PID, term uint64) bool {
 	return true
 }
 
-// protocolSwitches turn off the mechanisms we add beyond the documented
-// protocol. They exist for tests, which show each mechanism's effect by
-// comparing a run with it and a run without it.
-type protocolSwitches struct {
-	noPreVote        bool // campaign with real votes at once, as the reference does
-	noResponseQuorum bool // an accepted send counts as contact, as the reference does
-	noHandover       bool // a leader that stops on purpose just goes away
-	noFastFailover   bool // a leader's down waits for the normal election timeout
-	noPledge         bool // fast pre-votes ask for no votes with their grants (pledge.go)
-	noKeptSeats      bool // a member that stops gracefully gives its seat up at once (seats.go)
-	campaignTurns    int  // campaigns in flight per node, 0 for campaignsInFlight (admission.go)
-}
-
 // effects are what one step of the state machine asks the actor to do. The
 // state never performs I/O itself; that is what lets the simulator run the
 // same rules under virtual time.
@@ -153,7 +140,6 @@ type outbound struct {
 // clock or sends anything. What must happen as a result is appended to out.
 type election struct {
 	cfg      config
-	switches protocolSwitches
 	self     gen.PID
 	selfName gen.Atom
 	now      time.Time
@@ -788,15 +774,11 @@ func (e *election) campaignWith(fast bool) {
 	if e.role == roleLeader || e.role == roleUnclustered || e.waitQuietPeriod() {
 		return
 	}
-	if e.switches.noPreVote {
-		e.startElection("election timeout")
-		return
-	}
 	e.preVoting, e.preVoteFast = true, fast
 	e.signLost = gen.PID{} // looking for another leader: the callbacks say so
 	e.preVotes = map[gen.Atom]bool{e.self.Node: true}
 	e.pledges = nil
-	if fast && e.switches.noPledge == false {
+	if fast {
 		e.askPledges()
 	}
 	e.preVoteRounds++

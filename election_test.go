@@ -383,20 +383,6 @@ func TestLeaderStepsDownWithoutAcknowledgements(t *testing.T) {
 	assert.Equal(t, roleFollower, h.e.role)
 }
 
-func TestReferenceQuorumRuleCountsAcceptedSends(t *testing.T) {
-	h := newStateHarness(t, Options{}, "b", "c")
-	h.e.switches.noResponseQuorum = true
-	h.recv("b", msgHello{ClusterID: "c"})
-	h.recv("c", msgHello{ClusterID: "c"})
-	h.becomeLeader("b")
-	for i := 0; i < 6; i++ {
-		h.advance(50 * time.Millisecond)
-		h.e.sendResult(node("b"), nil)
-		h.fire(timerHeartbeat)
-	}
-	assert.Equal(t, roleLeader, h.e.role, "an accepted send is evidence in the reference rule")
-}
-
 func TestConfirmDenialBacksOffAndGrows(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
 	var backoffs []time.Duration

@@ -41,7 +41,7 @@ import (
 // watchGone starts watching the connection to the node of m, which just
 // left the view: its process terminated, or it was unreachable for GhostTTL.
 func (e *election) watchGone(m *member) {
-	if e.switches.noResponseQuorum || m.node == "" {
+	if m.node == "" {
 		return
 	}
 	name := m.name

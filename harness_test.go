@@ -145,3 +145,10 @@ func sentTo[M any](out effects, to string) []M {
 	}
 	return list
 }
+
+// actorTuning is what a test may set on the actors it starts beyond their
+// Options: how many elections of a node campaign at once (Actor.turnLimit;
+// 0 for the default), so that a handful of elections already take turns.
+type actorTuning struct {
+	campaignTurns int
+}

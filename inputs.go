@@ -13,9 +13,9 @@ import (
 // beside; it assigns none of its fields (TestTheActorAssignsNoElectionField),
 // so every change of the state is a step the simulator can drive too.
 
-// configure sets the switches and the campaign gate, once, before start.
-func (e *election) configure(switches protocolSwitches, turns turnGate) {
-	e.switches, e.turns = switches, turns
+// configure sets the campaign gate, once, before start.
+func (e *election) configure(turns turnGate) {
+	e.turns = turns
 }
 
 // joinPeer is Actor.Join at now.

@@ -45,24 +45,6 @@ const (
 	labParamSymmetricLoss = "assume_symmetric_loss"
 )
 
-// Parameters that turn off one mechanism of the protocol (any non-empty
-// value), mapped to protocolSwitches: a test compares a run with the
-// mechanism and one without it.
-const (
-	labParamNoPreVote        = "no_prevote"
-	labParamNoResponseQuorum = "no_response_quorum"
-	labParamNoFastFailover   = "no_fast_failover"
-)
-
-// labSwitches reads the protocol switches from the parameters.
-func labSwitches(c *lab.Child) protocolSwitches {
-	return protocolSwitches{
-		noPreVote:        c.Param(labParamNoPreVote) != "",
-		noResponseQuorum: c.Param(labParamNoResponseQuorum) != "",
-		noFastFailover:   c.Param(labParamNoFastFailover) != "",
-	}
-}
-
 // labOpInspect answers with the actor's Inspect items named in its
 // arguments, as JSON; it runs outside the actor (an actor cannot inspect
 // itself from its own handler).
@@ -87,11 +69,8 @@ func labProgram() lab.Program {
 		Types:  NetworkTypes(),
 		Errors: ErrorTypes(),
 		Start: func(c *lab.Child) (gen.PID, error) {
-			switches := labSwitches(c)
 			factory := func() gen.ProcessBehavior {
-				a := &labActor{child: c}
-				a.Actor.switches = switches
-				return a
+				return &labActor{child: c}
 			}
 			return c.Node().SpawnRegister(labActorName, factory, gen.ProcessOptions{})
 		},

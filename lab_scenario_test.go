@@ -43,10 +43,10 @@ func (tm labTimings) heartbeat() time.Duration   { return time.Duration(tm.hb) *
 func (tm labTimings) ghostTTL() time.Duration    { return time.Duration(tm.ghost) * time.Millisecond }
 
 // params are the nodes' parameters for these timings and floor (0: the
-// default of 3), with the given protocol switches off (labParamNo*).
-func (tm labTimings) params(minSize int, off ...string) map[string]string {
+// default of 3), with the given flag parameters set (labParamSymmetricLoss).
+func (tm labTimings) params(minSize int, flags ...string) map[string]string {
 	params := labParams(minSize, tm.min, tm.max, tm.hb, tm.ghost)
-	for _, key := range off {
+	for _, key := range flags {
 		params[key] = "1"
 	}
 	return params

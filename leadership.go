@@ -79,43 +79,12 @@ func (e *election) heartbeatTick() {
 	if e.role != roleLeader || e.unpublished {
 		return
 	}
-	if e.switches.noResponseQuorum {
-		// the documented reference rule: check-quorum on any contact
-		if reached := e.reachedMembers(); reached < e.quorum() {
-			e.stepDown(fmt.Sprintf("no evidence of reaching a quorum within %s: reached %d of view %d, quorum %d", e.cfg.electionTimeoutMin, reached, e.viewSize(), e.quorum()))
-			return
-		}
-	}
 	e.checkLease(e.now)
 	if e.role != roleLeader {
 		return
 	}
 	e.findSilentConnections()
 	e.sendHeartbeats()
-}
-
-// reachedMembers counts this node plus the members it has evidence of
-// reaching within the minimum election timeout, by the documented reference
-// rule (used only with response quorum off, a test switch): an accepted
-// send or any inbound protocol message. By default the lease decides
-// instead, from acknowledgements of numbered rounds only: an accepted send
-// proves nothing about the way back (a half-open link), and a member that
-// sends anything else (a pre-vote, say) is evidently not hearing us.
-func (e *election) reachedMembers() int {
-	reached := 1
-	for _, m := range e.members {
-		evidence := m.lastAck
-		if e.switches.noResponseQuorum {
-			evidence = m.lastHeard
-			if m.lastSentOK.After(evidence) {
-				evidence = m.lastSentOK
-			}
-		}
-		if evidence.IsZero() == false && e.now.Sub(evidence) < e.cfg.electionTimeoutMin {
-			reached++
-		}
-	}
-	return reached
 }
 
 // sendHeartbeats goes to members that have answered (their PID is known);
@@ -162,10 +131,9 @@ func (e *election) sendHeartbeats() {
 // leaderChoresPending reports whether a leader whose rounds the hub
 // carries has anything for its chore tick to do: the chores of every role
 // (choresPending), or a member whose process it does not know, which it
-// probes (sendHeartbeats). The reference rule (response quorum off) checks
-// its quorum at every tick, so it always has.
+// probes (sendHeartbeats).
 func (e *election) leaderChoresPending() bool {
-	if e.switches.noResponseQuorum || e.choresPending() {
+	if e.choresPending() {
 		return true
 	}
 	for _, m := range e.members {
@@ -280,7 +248,7 @@ func (e *election) leaderLost(pid gen.PID, reported time.Time, proof bool) {
 	} else {
 		e.promiseAfterLoss(pid)
 	}
-	if e.role != roleFollower || e.switches.noFastFailover {
+	if e.role != roleFollower {
 		return
 	}
 	others := e.shared.joinWave(e.now, waveWindow(e.cfg))
@@ -517,7 +485,7 @@ func (e *election) handoverTo(now time.Time, why string, connected func(gen.Atom
 	// do not campaign against the successor
 	e.notBefore = e.now.Add(e.cfg.electionTimeoutMax)
 	e.resetElectionDeadline()
-	if target == nil || e.switches.noHandover {
+	if target == nil {
 		return ""
 	}
 	e.handovers++

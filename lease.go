@@ -667,7 +667,7 @@ func (e *election) leadingWhere(now time.Time, connected func(*member) bool, u *
 	if e.role != roleLeader {
 		return false
 	}
-	if e.switches.noResponseQuorum || e.quorum() <= 1 {
+	if e.quorum() <= 1 {
 		return true
 	}
 	return now.Before(e.actingUntil(connected, u))
@@ -695,7 +695,7 @@ func (e *election) actingUntil(connected func(*member) bool, u *leadShare) time.
 // for the moment the lease will run out.
 func (e *election) checkLease(now time.Time) {
 	e.now = now
-	if e.role != roleLeader || e.switches.noResponseQuorum || e.quorum() <= 1 {
+	if e.role != roleLeader || e.quorum() <= 1 {
 		return
 	}
 	if reachable := e.reachable(); reachable < e.quorum() {

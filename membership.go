@@ -28,7 +28,6 @@ type member struct {
 
 	lastHeard        time.Time // last valid protocol message received from it
 	lastAck          time.Time // last acknowledgement of this node's leadership (ack or grant)
-	lastSentOK       time.Time // last send the framework accepted (evidence in reference mode)
 	unreachableSince time.Time // zero while reachable; set by a down with ErrNoConnection
 	nextProbe        time.Time // earliest next Hello by name; spaces out dials to a gone node
 	lostAt           time.Time // the last loss of contact that was logged and probed (lostContact)
@@ -725,7 +724,6 @@ func (e *election) sendResult(node gen.Atom, err error) {
 	m.sendFailingSince = time.Time{}
 	m.nameFailures = 0
 	m.nameBackoffUntil = time.Time{}
-	m.lastSentOK = e.now
 }
 
 func reasonText(reason error) string {

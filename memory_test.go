@@ -42,7 +42,7 @@ func TestMemoryStaysBoundedAsNodeNamesComeAndGo(t *testing.T) {
 		s := newSimTest(t, 1, lanNetwork())
 		options := simOptions()
 		options.GhostTTL = 300
-		c, _ := startSimCluster(s, 5, options, protocolSwitches{})
+		c, _ := startSimCluster(s, 5, options, actorTuning{})
 		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("no convergence\n%s", s.report())
 		}
@@ -103,7 +103,7 @@ func TestMemoryStaysBoundedOverManySimulatorSeeds(t *testing.T) {
 		// not newSimTest: its cleanup, a few hundred bytes a seed, is the
 		// test framework's to keep
 		s := newSimulator(seed, lanNetwork())
-		c, _ := startSimCluster(s, 3, simOptions(), protocolSwitches{})
+		c, _ := startSimCluster(s, 3, simOptions(), actorTuning{})
 		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
 		}
@@ -166,7 +166,7 @@ func nodeTablesHold(node gen.Node) []string {
 func TestClusterAStoppedNodeLeavesNothingBehind(t *testing.T) {
 	c := newRealCluster(t, clConfig{})
 	idxs := c.addNodes(3)
-	c.spawnAll(idxs, clusterFastTimings.options("forget", 0), protocolSwitches{})
+	c.spawnAll(idxs, clusterFastTimings.options("forget", 0), actorTuning{})
 	c.waitLeader(idxs, clActorName, clConverge)
 	gone := c.n(idxs[0]).node
 	require.NotEmpty(t, nodeTablesHold(gone), "a running node is counted")

@@ -12,9 +12,9 @@ import (
 	"ergo.services/actor/leader/internal/lab"
 )
 
-// The fast-failover comparison of docs/performance.md. Fast failover can
-// only be switched off through an unexported field, so the comparison lives
-// here rather than in examples/perf, and it is a measurement, not a test:
+// The fast-failover comparison of docs/performance.md. It reads the lab's
+// event stream, so it lives here rather than in examples/perf, and it is
+// a measurement, not a test:
 // it runs only when asked to and asserts nothing about speed. It runs on
 // the process lab (a crash is a killed OS process; root needed).
 //
@@ -57,8 +57,6 @@ func TestPerfFastFailoverComparison(t *testing.T) {
 				switch mode {
 				case perfModeSymmetric:
 					off = append(off, labParamSymmetricLoss)
-				case perfModeOff:
-					off = append(off, labParamNoFastFailover)
 				}
 				c := lab.Start(t, lab.Config{Nodes: size, Params: labDefaultTimings.params(3, off...)})
 				var restartedAt time.Time
@@ -93,27 +91,25 @@ type perfFailoverRow struct {
 
 // The modes the comparison measures: the library as shipped (safety from
 // the lease alone), the opt-in AssumeSymmetricConnectionLoss (the fast
-// path that releases a promise at a lost connection), and fast failover
-// off (every survivor waits for its election timeout).
+// path that releases a promise at a lost connection).
 const (
 	perfModeDefault   = "default"
 	perfModeSymmetric = "AssumeSymmetricConnectionLoss"
-	perfModeOff       = "fast failover off"
 )
 
 // perfModes are the modes to measure: LEADER_PERF_MODES lists some of
-// default, symmetric and off (all three by default).
+// default and symmetric (both by default).
 func perfModes(t *testing.T) []string {
-	all := map[string]string{"default": perfModeDefault, "symmetric": perfModeSymmetric, "off": perfModeOff}
+	all := map[string]string{"default": perfModeDefault, "symmetric": perfModeSymmetric}
 	v := os.Getenv("LEADER_PERF_MODES")
 	if v == "" {
-		return []string{perfModeDefault, perfModeSymmetric, perfModeOff}
+		return []string{perfModeDefault, perfModeSymmetric}
 	}
 	var modes []string
 	for _, f := range strings.Split(v, ",") {
 		m, ok := all[strings.TrimSpace(f)]
 		if ok == false {
-			t.Fatalf("LEADER_PERF_MODES=%q: want some of default, symmetric, off", v)
+			t.Fatalf("LEADER_PERF_MODES=%q: want some of default, symmetric", v)
 		}
 		modes = append(modes, m)
 	}
@@ -125,7 +121,7 @@ func perfCompareTable(rows []perfFailoverRow, runs int, load string, took time.D
 	lo, hi := clusterDefaultTimings.electionMin(), clusterDefaultTimings.electionMax()
 	var b strings.Builder
 	b.WriteString("## 1b. Crash failover on separate processes: the lease alone, the opt-in, and no fast failover\n\n")
-	b.WriteString("Measured by a test of package leader, because the switch that turns fast failover off is unexported. Each size and mode is one cluster of the process lab (every node its own OS process in its own network namespace, default options); each run kills the leader's process with SIGKILL, the time runs until every survivor's callbacks name one new leader at one term, and the killed node is restarted (and the cluster settled) before the next run. \"default\" is the library as shipped: safety from the lease alone, the survivors keep their promise F (15 ms) after their last acknowledgement. \"AssumeSymmetricConnectionLoss\" is the opt-in that releases the promise at the lost connection (safe only if both ends notice a loss within 5 ms of each other). \"fast failover off\" waits for the normal election timeout after the leader's down.\n\n")
+	b.WriteString("Measured by a test of package leader on the process lab. Each size and mode is one cluster of the process lab (every node its own OS process in its own network namespace, default options); each run kills the leader's process with SIGKILL, the time runs until every survivor's callbacks name one new leader at one term, and the killed node is restarted (and the cluster settled) before the next run. \"default\" is the library as shipped: safety from the lease alone, the survivors keep their promise F (15 ms) after their last acknowledgement. \"AssumeSymmetricConnectionLoss\" is the opt-in that releases the promise at the lost connection (safe only if both ends notice a loss within 5 ms of each other).\n\n")
 	b.WriteString("| mode | nodes | runs | p50 ms | p90 ms | p99 ms | max ms | p50 / ElectionTimeoutMin | p99 / ElectionTimeoutMin | p50 / ElectionTimeoutMax | p99 / ElectionTimeoutMax | one election |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// The rolling-restart comparison of docs/performance.md (section 2b): kept
-// seats (seats.go) can only be switched off through an unexported field, so
-// it lives here. A measurement, not a test: it runs only when asked to and
+// The rolling-restart measurement of docs/performance.md (section 2b): it
+// waits for each restarted actor's term floor through the cluster tests'
+// hooks, so it lives here. A measurement, not a test: it runs only when asked to and
 // asserts nothing about time.
 //
 //	LEADER_PERF=1 go test -run TestPerfRollingRestart -v .
@@ -22,8 +22,7 @@ import (
 
 // TestPerfRollingRestart restarts every node of a three-node cluster at the
 // defaults in turn (clRollingRestart: node Stop, a new node under the same
-// name, its actor spawned at once), with kept seats and without, and
-// measures how long the survivors of each step had no agreed leader.
+// name, its actor spawned at once) and measures how long the survivors of each step had no agreed leader.
 func TestPerfRollingRestart(t *testing.T) {
 	if os.Getenv("LEADER_PERF") == "" {
 		t.Skip("a measurement: set LEADER_PERF=1 to run it")
@@ -31,7 +30,6 @@ func TestPerfRollingRestart(t *testing.T) {
 	runs := perfEnvInt(t, "LEADER_PERF_RUNS", 5)
 	modes := []perfRollingMode{
 		{name: "kept seats (default)"},
-		{name: "no kept seats", switches: protocolSwitches{noKeptSeats: true}},
 	}
 	load := perfLoadAvg()
 	began := time.Now()
@@ -77,7 +75,7 @@ func TestPerfRollingRestart(t *testing.T) {
 
 type perfRollingMode struct {
 	name       string
-	switches   protocolSwitches
+	switches   actorTuning
 	leaderless []time.Duration // per rolling restart, polled, summed over its steps
 	own        []time.Duration // per rolling restart, ergo:leaderless_total, summed over its steps
 	down       []time.Duration // per rolling restart, the longest time a node was down (Stop to spawn)
@@ -89,7 +87,7 @@ type perfRollingMode struct {
 func perfRollingTable(modes []perfRollingMode, runs int, load string, took time.Duration) string {
 	var b strings.Builder
 	b.WriteString("## 2b. Rolling restart, three nodes at the defaults\n\n")
-	b.WriteString("Measured by a test of package leader, because the switch that turns kept seats off is unexported. Three nodes in one process on the stand-in, default options (ElectionTimeoutMin 150 ms, ElectionTimeoutMax 300 ms, HeartbeatInterval 50 ms, GhostTTL 5 s, MinClusterSize 3), each actor joining the static list of the three every 500 ms as a discovery loop would. One rolling restart stops each node in turn with node `Stop` (graceful: its actor terminates with `shutdown`, a leader hands over on the way out), starts a new node under the same name at once (in a later wall-clock second than the old node's start, so that no PID is reused: a node is down for up to a second), spawns its actor, and waits until the restarted actor follows the leader and every actor has settled its term floor (through a test hook: a restarted actor settles it lazily, and a leader stopped before it did can leave the survivors unable to elect, a known problem described at `TestClusterRollingRestartKeepsLeader`) before the next step. The modes alternate, each rolling restart on a fresh cluster.\n\n")
+	b.WriteString("Measured by a test of package leader, which can wait for a restarted actor's term floor. Three nodes in one process on the stand-in, default options (ElectionTimeoutMin 150 ms, ElectionTimeoutMax 300 ms, HeartbeatInterval 50 ms, GhostTTL 5 s, MinClusterSize 3), each actor joining the static list of the three every 500 ms as a discovery loop would. One rolling restart stops each node in turn with node `Stop` (graceful: its actor terminates with `shutdown`, a leader hands over on the way out), starts a new node under the same name at once (in a later wall-clock second than the old node's start, so that no PID is reused: a node is down for up to a second), spawns its actor, and waits until the restarted actor follows the leader and every actor has settled its term floor (through a test hook: a restarted actor settles it lazily, and a leader stopped before it did can leave the survivors unable to elect, a known problem described at `TestClusterRollingRestartKeepsLeader`) before the next step. Each rolling restart runs on a fresh cluster.\n\n")
 	b.WriteString("**Leaderless time** of one rolling restart is the sum over its three steps of the time the step's two survivors had no agreed leader: from the first poll that found no survivor in role leader holding its lease (`IsLeader` true) with both survivors naming it at one term, to the next poll that found one. The survivors are polled through Inspect every 2 ms or so, from the start of the node's Stop until the restarted actor follows the leader; a stopped leader counts as no leader from the moment its Stop begins. \"Own leaderless\" is the survivors' own account, the growth of `ergo:leaderless_total` (the time a node recognised no leader), the larger of the two survivors' per step, summed. \"Steps below the floor\" counts the steps in which a survivor was seen unclustered or a leader logged that it stepped down below MinClusterSize.\n\n")
 	b.WriteString("| mode | rolling restarts | leaderless p50 ms | leaderless max ms | own leaderless p50 ms | own leaderless max ms | steps below the floor | longest node down p50 ms |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")

@@ -67,7 +67,7 @@ type pledgeState struct {
 // pre-vote (grantRefusal, the floor, the view size).
 func (e *election) offerPledge(m *member, req msgPreVote) uint64 {
 	switch {
-	case req.Pledge == false || e.switches.noPledge:
+	case req.Pledge == false:
 		return 0
 	case e.role != roleFollower || req.Term != e.term || req.Term == math.MaxUint64:
 		// a candidate voted for itself; a leader does not vote; a voter at

@@ -54,14 +54,6 @@ func TestOrdinaryPreVotesAskForNoPledge(t *testing.T) {
 	assert.Equal(t, 1, len(h.e.votes), "a pledge nobody asked for is no vote")
 }
 
-func TestPledgeSwitchedOff(t *testing.T) {
-	h := newStateHarness(t, Options{}, "b", "c")
-	h.e.switches.noPledge = true
-	loseLeader(t, h)
-	out := h.fire(timerFast)
-	assert.False(t, sentTo[msgPreVote](out, "c")[0].Pledge)
-}
-
 // The voter's side: a pledge is given exactly when a vote for Term+1 would
 // be, and binds like one.
 func TestVoterPledgesOnlyWhatAVoteWouldGrant(t *testing.T) {

@@ -50,7 +50,7 @@ func TestClusterProbesOverHTTPThroughAFailover(t *testing.T) {
 	// default (3) they lead only while the stopped node keeps its seat
 	// (GhostTTL, 1 s here), and a graceful Stop may take longer than that
 	// (a watcher in a remote Monitor holds it up to the request timeout).
-	c.spawnAll(idxs, clusterFastTimings.options("probe", 2), protocolSwitches{})
+	c.spawnAll(idxs, clusterFastTimings.options("probe", 2), actorTuning{})
 	servers := make(map[int]*httptest.Server)
 	for _, i := range idxs {
 		result := make(chan *Probe, 1)
@@ -83,7 +83,7 @@ func TestClusterProbesOverHTTPThroughAFailover(t *testing.T) {
 func TestClusterStepDownToAChosenNode(t *testing.T) {
 	c := newRealCluster(t, clConfig{})
 	idxs := c.addNodes(3)
-	c.spawnAll(idxs, clusterFastTimings.options("transfer", 0), protocolSwitches{})
+	c.spawnAll(idxs, clusterFastTimings.options("transfer", 0), actorTuning{})
 	old, _ := c.waitLeader(idxs, clActorName, clConverge)
 	result := make(chan error, 1)
 	c.send(old, clActorName, ctlStepDownTo{node: "nobody@nowhere", result: result})

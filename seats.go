@@ -28,9 +28,6 @@ import (
 
 // keepSeat records that the member on node terminated gracefully.
 func (e *election) keepSeat(node gen.Atom) {
-	if e.switches.noKeptSeats {
-		return
-	}
 	if e.seats == nil {
 		e.seats = make(map[gen.Atom]time.Time)
 	}

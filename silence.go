@@ -59,9 +59,6 @@ func (e *election) awaitAnswer(m *member) {
 // findSilentConnections asks the actor to reset the connection of every
 // member that has left requests unanswered for silenceBound.
 func (e *election) findSilentConnections() {
-	if e.switches.noResponseQuorum {
-		return // the reference trusts accepted sends, silent or not
-	}
 	e.watchOverdue()
 	bound := e.silenceBound()
 	for _, m := range append(e.sortedMembers(), e.sortedGone()...) {

@@ -313,9 +313,7 @@ func (c *checker) afterEvent() {
 		current = append(current, k.won)
 		currentTerms = append(currentTerms, e.term)
 		c.checkCutOff(b)
-		if e.switches.noResponseQuorum == false {
-			leading = append(leading, b)
-		}
+		leading = append(leading, b)
 	}
 	if len(leading) > 1 {
 		c.checkActing(leading)
@@ -452,9 +450,6 @@ func (c *checker) checkMajoritySide(b *simActor) {
 // heartbeat interval, plus the time the last message in flight may take.
 func (c *checker) checkCutOff(b *simActor) {
 	e := b.state
-	if e.switches.noResponseQuorum {
-		return // the reference rule counts accepted sends: a half-open link fools it
-	}
 	self := b.PID().Node
 	reachable := func(node gen.Atom) bool {
 		n := c.s.nodes[node]

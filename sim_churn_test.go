@@ -24,7 +24,7 @@ func runChurn(t *testing.T, seed uint64, rounds int) []churnRound {
 	t.Helper()
 	s := newSimTest(t, seed, lanNetwork())
 	options := Options{ClusterID: "sim"} // the defaults
-	c, _ := startSimCluster(s, 5, options, protocolSwitches{})
+	c, _ := startSimCluster(s, 5, options, actorTuning{})
 	if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 		t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
 	}

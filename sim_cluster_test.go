@@ -115,7 +115,7 @@ type simCluster struct {
 	check    *checker // the election's invariants
 	name     gen.Atom // the actors' registered name
 	options  Options
-	switches protocolSwitches
+	switches actorTuning
 	actors   map[gen.Atom]*simActor // current incarnation per live node
 	registry []gen.Atom             // what discovery lists
 	denyRate float64
@@ -129,14 +129,14 @@ type simFleet struct {
 	serial   int
 }
 
-func newSimCluster(sim *simulator, options Options, switches protocolSwitches) *simCluster {
+func newSimCluster(sim *simulator, options Options, switches actorTuning) *simCluster {
 	return newSimFleet(sim, []Options{options}, switches).clusters[0]
 }
 
 // newSimFleet makes one election per options over the same nodes. The
 // first election is checked by the simulator's checker, each other one by
 // a checker of its own.
-func newSimFleet(sim *simulator, options []Options, switches protocolSwitches) *simFleet {
+func newSimFleet(sim *simulator, options []Options, switches actorTuning) *simFleet {
 	f := &simFleet{sim: sim}
 	for i, o := range options {
 		c := &simCluster{sim: sim, fleet: f, check: sim.check, name: simProcessName, options: o, switches: switches, actors: make(map[gen.Atom]*simActor)}
@@ -192,7 +192,7 @@ func (c *simCluster) spawnOn(n *simNode) *simActor {
 	b := &simActor{sim: c.sim, cluster: c, options: options, inc: fmt.Sprintf("%s#%d", string(name), n.creation)}
 	b.clock = func() time.Time { return c.sim.now }
 	b.rng = rand.New(rand.NewPCG(c.sim.rng.Uint64(), c.sim.rng.Uint64()))
-	b.switches = c.switches
+	b.turnLimit = c.switches.campaignTurns
 	c.sim.note("START %s %s", b.inc, c.options.ClusterID)
 	if _, err := c.sim.spawn(n, c.name, b); err != nil {
 		c.sim.fail("%s failed to start %s: %s", name, c.options.ClusterID, err)

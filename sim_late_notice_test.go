@@ -130,7 +130,7 @@ func TestSimulationManyClustersOneSurvivorHearsTheCrashLate(t *testing.T) {
 func TestSimulationTheEndOfAReplacedConnectionStartsNoFailover(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 100)); seed++ {
-		s, c, _ := settledCluster(t, seed, protocolSwitches{})
+		s, c, _ := settledCluster(t, seed, actorTuning{})
 		leader := c.leaders()[0]
 		term := leader.Term()
 		var follower *simActor

@@ -233,7 +233,7 @@ func (f *simFleet) fault(kind int) {
 func TestSimulationManyClusters(t *testing.T) {
 	t.Parallel()
 	randomSeeds(t, 200, func(seed uint64, trace bool) scenarioResult {
-		return runFleetScenario(t, seed, protocolSwitches{}, trace, scenarioMany)
+		return runFleetScenario(t, seed, actorTuning{}, trace, scenarioMany)
 	})
 }
 
@@ -270,7 +270,7 @@ func convergedFleet(t *testing.T, seed uint64, nodes, k int) (*simulator, *simFl
 	t.Helper()
 	s := newSimTest(t, seed, lanNetwork())
 	s.replay = t.Name()
-	f, names := startSimFleet(s, nodes, manyElections(simOptions(), k), protocolSwitches{})
+	f, names := startSimFleet(s, nodes, manyElections(simOptions(), k), actorTuning{})
 	if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
 		t.Fatalf("seed %d: the %d elections did not all converge\n%s", seed, k, s.report())
 	}
@@ -472,7 +472,7 @@ func TestSimulationManyClustersCatchesDoubleVoting(t *testing.T) {
 	t.Parallel()
 	caught := 0
 	for seed := uint64(1); seed <= 200; seed++ {
-		result := runForgedScenario(t, seed, protocolSwitches{}, false, scenarioMany, true)
+		result := runForgedScenario(t, seed, actorTuning{}, false, scenarioMany, true)
 		if len(result.sim.failures) == 0 {
 			continue
 		}

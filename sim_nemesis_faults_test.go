@@ -115,7 +115,7 @@ func TestNemesisForgedDowns(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 100)); seed++ {
 		s := newSimTest(t, seed, lanNetwork())
-		c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
+		c, _ := startSimCluster(s, 5, simOptions(), actorTuning{})
 		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
 		}
@@ -288,7 +288,7 @@ func TestNemesisTermBound(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 100)); seed++ {
 		s := newSimTest(t, seed, lanNetwork())
-		c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
+		c, _ := startSimCluster(s, 5, simOptions(), actorTuning{})
 		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
 		}
@@ -391,7 +391,7 @@ func TestNemesisCandidateStandsDown(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 100)); seed++ {
 		s := newSimTest(t, seed, lanNetwork())
-		c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
+		c, _ := startSimCluster(s, 5, simOptions(), actorTuning{})
 		denied := seed%2 == 0
 		if denied {
 			c.denyRate = 1
@@ -473,7 +473,7 @@ func TestNemesisCandidateHearsItsTermsLeader(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 100)); seed++ {
 		s := newSimTest(t, seed, lanNetwork())
-		c, names := startSimCluster(s, 5, simOptions(), protocolSwitches{})
+		c, names := startSimCluster(s, 5, simOptions(), actorTuning{})
 		quiet := c.actors[names[0]].state.quietPeriod()
 		s.runUntil(s.start.Add(quiet))
 		i := s.rng.IntN(5)
@@ -529,7 +529,7 @@ func TestNemesisRollingDeployGhosts(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 50)); seed++ {
 		s := newSimTest(t, seed, lanNetwork())
-		c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
+		c, _ := startSimCluster(s, 5, simOptions(), actorTuning{})
 		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("seed %d: no initial convergence\n%s", seed, s.report())
 		}

@@ -68,7 +68,7 @@ func (b *simActor) userTick() {
 	if t.isLeader && t.higher != nil && t.sameView {
 		b.cluster.check.fail("%s: a user tick saw IsLeader() == true at term %d while %s leads term %d over the same view", b.inc, e.term, t.higher.inc, t.higher.state.term)
 	}
-	if e.role == roleLeader && e.quorum() > 1 && e.switches.noResponseQuorum == false && now.Before(e.holdUntil) == false {
+	if e.role == roleLeader && e.quorum() > 1 && now.Before(e.holdUntil) == false {
 		b.cluster.check.fail("%s: a user tick ran at term %d with the lease over for %s and no HandleBecomeFollower", b.inc, e.term, now.Sub(e.holdUntil))
 	}
 }
@@ -149,7 +149,7 @@ func TestNemesisLeaderStall(t *testing.T) {
 
 func stallScenario(t *testing.T, seed uint64, mode int) {
 	s := newSimTest(t, seed, lanNetwork())
-	c, _ := startSimCluster(s, []int{3, 5, 7}[seed%3], simOptions(), protocolSwitches{})
+	c, _ := startSimCluster(s, []int{3, 5, 7}[seed%3], simOptions(), actorTuning{})
 	if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 		t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
 	}
@@ -304,7 +304,7 @@ func TestNemesisVoterRestartMidElection(t *testing.T) {
 		preVote := (seed/2)%2 == 1
 		bridged := (seed/4)%2 == 1
 		inFlight := (seed/8)%2 == 1
-		c, names := startSimCluster(s, size, simOptions(), protocolSwitches{})
+		c, names := startSimCluster(s, size, simOptions(), actorTuning{})
 		var bridge gen.Atom
 		var far []gen.Atom
 		if bridged {
@@ -412,7 +412,7 @@ const (
 func leaveScenario(t testing.TB, seed uint64, mode leaveMode, trace bool) (*simulator, bool, bool) {
 	s := newSimTest(t, seed, lanNetwork())
 	s.tracing = s.tracing || trace
-	c, _ := startSimCluster(s, 7, simOptions(), protocolSwitches{})
+	c, _ := startSimCluster(s, 7, simOptions(), actorTuning{})
 	var x *simActor
 	var f, g gen.Atom
 	var rest []gen.Atom

@@ -28,7 +28,7 @@ var oneSidedLags = []time.Duration{0, 5 * time.Millisecond, 7 * time.Millisecond
 func cutLeaderOneSided(t *testing.T, seed uint64, options Options, network simNetwork, lag time.Duration) (*simulator, time.Duration) {
 	t.Helper()
 	s := newSimTest(t, seed, network)
-	c, _ := startSimCluster(s, 5, options, protocolSwitches{})
+	c, _ := startSimCluster(s, 5, options, actorTuning{})
 	if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 		t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
 	}

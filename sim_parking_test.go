@@ -37,7 +37,7 @@ func TestSimulationIdleElectionsDoNotWake(t *testing.T) {
 		s.replay = t.Name()
 		elections := manyElections(simOptions(), 5)
 		elections[4].DisableCoalescing = true
-		f, names := startSimFleet(s, 3, elections, protocolSwitches{})
+		f, names := startSimFleet(s, 3, elections, actorTuning{})
 		if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
 		}

@@ -9,12 +9,14 @@ import (
 )
 
 // Evidence for the mechanisms beyond the documented protocol: pre-vote,
-// response-based quorum, graceful handover and fast failover. Each runs
-// with the mechanism on and off, so the test shows the mechanism at work,
-// not luck. Times here are virtual, so asserting on them is deterministic.
+// response-based quorum, graceful handover, fast failover and pledged
+// votes. Each test asserts what only the mechanism can give (terms that
+// stay put, a gap far below an election timeout, votes that came with the
+// pre-vote), so it fails when the mechanism breaks. Times here are
+// virtual, so asserting on them is deterministic.
 
 // settledCluster starts five nodes and runs until they agree on a leader.
-func settledCluster(t *testing.T, seed uint64, switches protocolSwitches) (*simulator, *simCluster, []gen.Atom) {
+func settledCluster(t *testing.T, seed uint64, switches actorTuning) (*simulator, *simCluster, []gen.Atom) {
 	t.Helper()
 	s := newSimTest(t, seed, lanNetwork())
 	options := simOptions()
@@ -27,8 +29,10 @@ func settledCluster(t *testing.T, seed uint64, switches protocolSwitches) (*simu
 }
 
 // rejoinDisrupts isolates two followers for ten maximum election timeouts,
-// heals, and reports whether the majority's leader or term changed.
-func rejoinDisrupts(t *testing.T, seed uint64, switches protocolSwitches) bool {
+// heals, and reports whether the majority's leader or term changed. It
+// fails the test if an isolated follower raised its term meanwhile: that
+// is what pre-vote prevents, and what disrupts the majority on the heal.
+func rejoinDisrupts(t *testing.T, seed uint64, switches actorTuning) bool {
 	s, c, names := settledCluster(t, seed, switches)
 	leader := c.leaders()[0]
 	term := leader.Term()
@@ -42,6 +46,11 @@ func rejoinDisrupts(t *testing.T, seed uint64, switches protocolSwitches) bool {
 	}
 	c.partition(majority, minority)
 	s.runFor(10 * 300 * time.Millisecond)
+	for _, name := range minority {
+		if b := c.actors[name]; b.Term() != term || b.state.preVoteRounds == 0 {
+			t.Fatalf("seed %d: isolated %s is at term %d after %d pre-vote rounds; pre-vote keeps it campaigning at term %d", seed, name, b.Term(), b.state.preVoteRounds, term)
+		}
+	}
 	c.heal()
 	if _, ok := c.runUntilConverged(livenessBound(c.cfg())); ok == false {
 		t.Fatalf("seed %d: no convergence after heal\n%s", seed, s.report())
@@ -59,25 +68,16 @@ func TestSimulationPreVotePreventsDisruptiveRejoin(t *testing.T) {
 	t.Parallel()
 	seeds := uint64(seedCount(t, 1000))
 	for seed := uint64(1); seed <= seeds; seed++ {
-		if rejoinDisrupts(t, seed, protocolSwitches{}) {
+		if rejoinDisrupts(t, seed, actorTuning{}) {
 			t.Fatalf("seed %d: with pre-vote, the healed minority changed the majority's leader or term", seed)
 		}
 	}
-	disrupted := 0
-	for seed := uint64(1); seed <= 50; seed++ {
-		if rejoinDisrupts(t, seed, protocolSwitches{noPreVote: true}) {
-			disrupted++
-		}
-	}
-	if disrupted < 45 {
-		t.Fatalf("without pre-vote only %d of 50 rejoins disrupted the leader; the scenario does not show the mechanism", disrupted)
-	}
-	t.Logf("%d seeds without disruption with pre-vote; %d of 50 disrupted without it", seeds, disrupted)
+	t.Logf("%d seeds without disruption", seeds)
 }
 
 // asymmetricLeader blackholes every link into the leader and reports
 // whether it stepped down, and how many others lead afterwards.
-func asymmetricLeader(t *testing.T, seed uint64, switches protocolSwitches) (steppedDown bool, within time.Duration, others int) {
+func asymmetricLeader(t *testing.T, seed uint64, switches actorTuning) (steppedDown bool, within time.Duration, others int) {
 	s, c, names := settledCluster(t, seed, switches)
 	leader := c.leaders()[0]
 	for _, name := range names {
@@ -105,7 +105,7 @@ func TestSimulationResponseQuorumUnseatsAHalfOpenLeader(t *testing.T) {
 	cfg := simOptions()
 	bound := time.Duration(cfg.ElectionTimeoutMin+cfg.HeartbeatInterval)*time.Millisecond + lanNetwork().maxDelay
 	for seed := uint64(1); seed <= 200; seed++ {
-		down, within, others := asymmetricLeader(t, seed, protocolSwitches{})
+		down, within, others := asymmetricLeader(t, seed, actorTuning{})
 		if down == false || within > bound {
 			t.Fatalf("seed %d: the leader that hears nobody stepped down=%v after %s (bound %s)", seed, down, within, bound)
 		}
@@ -113,14 +113,11 @@ func TestSimulationResponseQuorumUnseatsAHalfOpenLeader(t *testing.T) {
 			t.Fatalf("seed %d: %d leaders emerged on the side that hears itself, want 1", seed, others)
 		}
 	}
-	if down, _, _ := asymmetricLeader(t, 1, protocolSwitches{noResponseQuorum: true}); down {
-		t.Fatal("with the reference rule (accepted sends count) the half-open leader should have kept leading")
-	}
 }
 
 // handoverGap stops the leader gracefully and measures the time from its
 // HandleBecomeFollower to the next HandleBecomeLeader anywhere.
-func handoverGap(t *testing.T, seed uint64, switches protocolSwitches, viaStop bool) time.Duration {
+func handoverGap(t *testing.T, seed uint64, switches actorTuning, viaStop bool) time.Duration {
 	s, c, _ := settledCluster(t, seed, switches)
 	leader := c.leaders()[0]
 	name := leader.PID().Node
@@ -148,20 +145,17 @@ func TestSimulationGracefulHandover(t *testing.T) {
 	t.Parallel()
 	cfg := simOptions()
 	bound := time.Duration(cfg.HeartbeatInterval+10) * time.Millisecond
-	var with, without []time.Duration
+	// An election without the handover waits for an election timeout
+	// (ElectionTimeoutMin at least) after the leader's last round.
+	var with []time.Duration
 	for seed := uint64(1); seed <= 100; seed++ {
-		with = append(with, handoverGap(t, seed, protocolSwitches{}, seed%2 == 0))
-		without = append(without, handoverGap(t, seed, protocolSwitches{noHandover: true, noFastFailover: true}, seed%2 == 0))
+		with = append(with, handoverGap(t, seed, actorTuning{}, seed%2 == 0))
 	}
 	slices.Sort(with)
-	slices.Sort(without)
 	if p99 := with[98]; p99 >= bound {
 		t.Fatalf("handover gap p99 %s, want under HeartbeatInterval+10ms = %s", p99, bound)
 	}
-	if without[0] < time.Duration(cfg.ElectionTimeoutMin)*time.Millisecond {
-		t.Fatalf("without handover the gap was %s, under ElectionTimeoutMin: the test does not show the mechanism", without[0])
-	}
-	t.Logf("handover gap (virtual): with p50 %s p99 %s max %s; without p50 %s min %s", with[50], with[98], with[99], without[50], without[0])
+	t.Logf("handover gap (virtual): p50 %s p99 %s max %s", with[50], with[98], with[99])
 }
 
 // A graceful node Stop hands leadership over every time: the successor wins
@@ -173,7 +167,7 @@ func TestSimulationGracefulHandover(t *testing.T) {
 func TestSimulationANodeStopHandsOverEveryTime(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 200)); seed++ {
-		s, c, _ := settledCluster(t, seed, protocolSwitches{})
+		s, c, _ := settledCluster(t, seed, actorTuning{})
 		old := c.leaders()[0]
 		term := old.Term()
 		preVotes := make(map[gen.Atom]uint64)
@@ -196,13 +190,13 @@ func TestSimulationANodeStopHandsOverEveryTime(t *testing.T) {
 
 // crashGap crashes the leader's node and measures the time until every
 // survivor follows one new leader.
-func crashGap(t *testing.T, seed uint64, switches protocolSwitches) time.Duration {
+func crashGap(t *testing.T, seed uint64, switches actorTuning) time.Duration {
 	took, _ := crashFailover(t, seed, switches)
 	return took
 }
 
 // crashFailover is crashGap that also returns the new leader.
-func crashFailover(t *testing.T, seed uint64, switches protocolSwitches) (time.Duration, *simActor) {
+func crashFailover(t *testing.T, seed uint64, switches actorTuning) (time.Duration, *simActor) {
 	s, c, _ := settledCluster(t, seed, switches)
 	c.crash(c.leaders()[0].PID().Node)
 	took, ok := c.runUntilConverged(5 * time.Second)
@@ -218,24 +212,18 @@ func TestSimulationFastFailoverAfterObservedDown(t *testing.T) {
 	seeds := seedCount(t, 1000)
 	var fast []time.Duration
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
-		fast = append(fast, crashGap(t, seed, protocolSwitches{}))
-	}
-	var slow []time.Duration
-	for seed := uint64(1); seed <= 50; seed++ {
-		slow = append(slow, crashGap(t, seed, protocolSwitches{noFastFailover: true}))
+		fast = append(fast, crashGap(t, seed, actorTuning{}))
 	}
 	slices.Sort(fast)
-	slices.Sort(slow)
 	p := func(list []time.Duration, q float64) time.Duration {
 		return list[min(len(list)-1, int(q*float64(len(list))))]
 	}
+	// without the fast path a survivor waits for its election timeout,
+	// ElectionTimeoutMin (150 ms) at least
 	if p(fast, 0.99) >= 50*time.Millisecond {
 		t.Fatalf("failover after an observed down: p99 %s, want under 50ms", p(fast, 0.99))
 	}
-	if slow[0] < 150*time.Millisecond {
-		t.Fatalf("without fast failover the gap was %s: the test does not show the mechanism", slow[0])
-	}
-	t.Logf("leaderless gap after a leader crash (virtual): fast p50 %s p90 %s p99 %s max %s; without: p50 %s", p(fast, 0.5), p(fast, 0.9), p(fast, 0.99), p(fast, 1), p(slow, 0.5))
+	t.Logf("leaderless gap after a leader crash (virtual): p50 %s p90 %s p99 %s max %s", p(fast, 0.5), p(fast, 0.9), p(fast, 0.99), p(fast, 1))
 }
 
 // TestSimulationSpuriousLeaderDown: one follower's connection to a healthy
@@ -244,7 +232,7 @@ func TestSimulationFastFailoverAfterObservedDown(t *testing.T) {
 func TestSimulationSpuriousLeaderDown(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= 200; seed++ {
-		s, c, names := settledCluster(t, seed, protocolSwitches{})
+		s, c, names := settledCluster(t, seed, actorTuning{})
 		leader := c.leaders()[0]
 		term := leader.Term()
 		var follower gen.Atom
@@ -271,35 +259,28 @@ func TestSimulationSpuriousLeaderDown(t *testing.T) {
 
 // TestSimulationPledgedVotesShortenFastFailover: a fast pre-vote that
 // carries the voters' votes (pledge.go) elects the survivor ranked first
-// in one round trip where it took two, so the gap after a leader crash is
-// shorter than with pledges switched off, and the new leaders counted
-// pledged votes. Safety is the checker's, on every event of both runs.
+// in one round trip where it took two: most failovers are won with pledged
+// votes, the pre-vote round's answers, with no vote round of their own.
+// Safety is the checker's, on every event.
 func TestSimulationPledgedVotesShortenFastFailover(t *testing.T) {
 	t.Parallel()
 	seeds := seedCount(t, 200)
-	gap := func(seed uint64, switches protocolSwitches) (time.Duration, bool) {
+	gap := func(seed uint64, switches actorTuning) (time.Duration, bool) {
 		took, leader := crashFailover(t, seed, switches)
 		return took, leader.state.pledgedElections > 0
 	}
-	var with, without []time.Duration
+	var with []time.Duration
 	pledged := 0
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
-		took, byPledge := gap(seed, protocolSwitches{})
+		took, byPledge := gap(seed, actorTuning{})
 		with = append(with, took)
 		if byPledge {
 			pledged++
 		}
-		took, _ = gap(seed, protocolSwitches{noPledge: true})
-		without = append(without, took)
 	}
 	slices.Sort(with)
-	slices.Sort(without)
-	median := func(list []time.Duration) time.Duration { return list[len(list)/2] }
 	if pledged < seeds/2 {
 		t.Fatalf("only %d of %d failovers were won with pledged votes", pledged, seeds)
 	}
-	if median(with) >= median(without) {
-		t.Fatalf("median gap with pledges %s, without %s: no round trip saved", median(with), median(without))
-	}
-	t.Logf("leaderless gap after a leader crash (virtual), median: %s with pledges (%d of %d won with them), %s without", median(with), pledged, seeds, median(without))
+	t.Logf("leaderless gap after a leader crash (virtual), median %s (%d of %d won with pledged votes)", with[len(with)/2], pledged, seeds)
 }

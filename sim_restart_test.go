@@ -20,7 +20,7 @@ func TestSimulationALeaderStoppedRightAfterARestartIsSucceeded(t *testing.T) {
 	t.Parallel()
 	for _, seed := range scenarioSeeds(t, 20) {
 		s := newSimTest(t, seed, lanNetwork())
-		c, names := startSimCluster(s, 3, Options{ClusterID: "sim"}, protocolSwitches{})
+		c, names := startSimCluster(s, 3, Options{ClusterID: "sim"}, actorTuning{})
 		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("no convergence")
 		}
@@ -87,7 +87,7 @@ func TestSimulationARestartWithAPartialViewWinsNoTermTwice(t *testing.T) {
 func runPartialViewRestart(t *testing.T, seed uint64, vouched bool) int {
 	t.Helper()
 	s := newSimTest(t, seed, lanNetwork())
-	c, names := startSimCluster(s, 5, Options{ClusterID: "sim"}, protocolSwitches{})
+	c, names := startSimCluster(s, 5, Options{ClusterID: "sim"}, actorTuning{})
 	majority, minority := names[:3], names[3:]
 	if vouched {
 		// every node meets every other first; then the majority side

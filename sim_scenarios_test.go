@@ -18,7 +18,7 @@ func TestSimulationColdStartDivergedViews(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= 100; seed++ {
 		s := newSimTest(t, seed, lanNetwork())
-		c := newSimCluster(s, simOptions(), protocolSwitches{})
+		c := newSimCluster(s, simOptions(), actorTuning{})
 		var left, right []gen.Atom
 		for i := 0; i < 3; i++ {
 			left = append(left, c.newName())
@@ -57,7 +57,7 @@ func TestSimulationRollingDeploys(t *testing.T) {
 	for _, useLeave := range []bool{false, true} {
 		for seed := uint64(1); seed <= 50; seed++ {
 			s := newSimTest(t, seed, lanNetwork())
-			c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
+			c, _ := startSimCluster(s, 5, simOptions(), actorTuning{})
 			if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 				t.Fatalf("seed %d: no initial convergence\n%s", seed, s.report())
 			}
@@ -108,7 +108,7 @@ func TestSimulationLeaderStall(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= 100; seed++ {
 		s := newSimTest(t, seed, lanNetwork())
-		c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
+		c, _ := startSimCluster(s, 5, simOptions(), actorTuning{})
 		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
 		}
@@ -146,7 +146,7 @@ func TestSimulationLeaderStall(t *testing.T) {
 func TestSimulationCatchesDoubleVoting(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= 2000; seed++ {
-		result := runForgedScenario(t, seed, protocolSwitches{}, false, scenarioOne, true)
+		result := runForgedScenario(t, seed, actorTuning{}, false, scenarioOne, true)
 		if len(result.sim.failures) > 0 {
 			t.Logf("caught at seed %d: %s", seed, result.sim.failures[0])
 			return
@@ -167,7 +167,7 @@ func TestSimulationGhostedNodeRejoinsWithoutDiscovery(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= 50; seed++ {
 		s := newSimTest(t, seed, lanNetwork())
-		c, names := startSimCluster(s, 5, simOptions(), protocolSwitches{})
+		c, names := startSimCluster(s, 5, simOptions(), actorTuning{})
 		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
 		}
@@ -203,7 +203,7 @@ func TestSimulationVoterSeesTheLeadersConnectionGoneBeforeItsDown(t *testing.T) 
 	t.Parallel()
 	for seed := uint64(1); seed <= 50; seed++ {
 		s := newSimTest(t, seed, lanNetwork())
-		c, _ := startSimCluster(s, 3, simOptions(), protocolSwitches{})
+		c, _ := startSimCluster(s, 3, simOptions(), actorTuning{})
 		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
 		}
@@ -242,7 +242,7 @@ func TestSimulationAStalledActorMarksItsNodeStarved(t *testing.T) {
 		s := newSimTest(t, seed, lanNetwork())
 		options := simOptions()
 		options.DisableCoalescing = true // its election timer is the framework's, not parked
-		c, _ := startSimCluster(s, 3, options, protocolSwitches{})
+		c, _ := startSimCluster(s, 3, options, actorTuning{})
 		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
 		}
@@ -289,7 +289,7 @@ func TestSimulationFollowersWithACrossedConnectionMeet(t *testing.T) {
 	outsideLed := 0
 	for seed := uint64(1); seed <= 30; seed++ {
 		s := newSimTest(t, seed, lanNetwork())
-		f := newSimFleet(s, []Options{simOptions()}, protocolSwitches{})
+		f := newSimFleet(s, []Options{simOptions()}, actorTuning{})
 		c := f.clusters[0]
 		names := []gen.Atom{c.newName(), c.newName(), c.newName()}
 		f.list(names)

@@ -59,13 +59,13 @@ func requireNoViolation(t testing.TB, s *simulator) {
 	}
 }
 
-func startSimCluster(s *simulator, n int, options Options, switches protocolSwitches) (*simCluster, []gen.Atom) {
+func startSimCluster(s *simulator, n int, options Options, switches actorTuning) (*simCluster, []gen.Atom) {
 	f, names := startSimFleet(s, n, []Options{options}, switches)
 	return f.clusters[0], names
 }
 
 // startSimFleet starts n nodes that run one election per options.
-func startSimFleet(s *simulator, n int, elections []Options, switches protocolSwitches) (*simFleet, []gen.Atom) {
+func startSimFleet(s *simulator, n int, elections []Options, switches actorTuning) (*simFleet, []gen.Atom) {
 	f := newSimFleet(s, elections, switches)
 	c := f.clusters[0]
 	var names []gen.Atom
@@ -83,7 +83,7 @@ func startSimFleet(s *simulator, n int, elections []Options, switches protocolSw
 func TestSimulationColdStart(t *testing.T) {
 	t.Parallel()
 	s := newSimTest(t, 1, lanNetwork())
-	c, _ := startSimCluster(s, 5, simOptions(), protocolSwitches{})
+	c, _ := startSimCluster(s, 5, simOptions(), actorTuning{})
 	took, ok := c.runUntilConverged(10 * time.Second)
 	requireNoViolation(t, s)
 	if ok == false {
@@ -102,7 +102,7 @@ func TestSimulationPartitionWalkthrough(t *testing.T) {
 		s := newSimTest(t, seed, lanNetwork())
 		options := simOptions()
 		options.GhostTTL = 600_000 // a converged view: nothing expires during the test
-		c, names := startSimCluster(s, 5, options, protocolSwitches{})
+		c, names := startSimCluster(s, 5, options, actorTuning{})
 		s.check.fullView = 5
 		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("no convergence\n%s", s.report())
@@ -205,7 +205,7 @@ func seedCount(t *testing.T, fallback int) int {
 func TestSimulationRandomSeeds(t *testing.T) {
 	t.Parallel()
 	randomSeeds(t, 2000, func(seed uint64, trace bool) scenarioResult {
-		return runRandomScenario(t, seed, protocolSwitches{}, trace)
+		return runRandomScenario(t, seed, actorTuning{}, trace)
 	})
 }
 
@@ -275,9 +275,9 @@ func runSeeds(n int, run func(seed uint64, trace bool) scenarioResult) (*scenari
 func TestSimulationConnectivityPartitions(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(1); seed <= uint64(seedCount(t, 500)); seed++ {
-		result := runScenario(t, seed, protocolSwitches{}, false, true)
+		result := runScenario(t, seed, actorTuning{}, false, true)
 		if len(result.sim.failures) > 0 {
-			t.Fatal(runScenario(t, seed, protocolSwitches{}, true, true).sim.report())
+			t.Fatal(runScenario(t, seed, actorTuning{}, true, true).sim.report())
 		}
 	}
 }
@@ -321,14 +321,14 @@ func (st *scenarioStats) String() string {
 // denials and the nemesis kinds (sim_nemesis_faults_test.go: stalls with
 // cuts, voters restarted mid-election, forged downs, absurd terms); then
 // everything heals and the cluster must converge.
-func runRandomScenario(t testing.TB, seed uint64, switches protocolSwitches, trace bool) scenarioResult {
+func runRandomScenario(t testing.TB, seed uint64, switches actorTuning, trace bool) scenarioResult {
 	return runScenario(t, seed, switches, trace, false)
 }
 
 // runScenario is runRandomScenario; with connectivityOnly the faults are
 // only partitions, heals and step-downs over a view that cannot shrink
 // (GhostTTL beyond the run), which is where invariant 5 applies.
-func runScenario(t testing.TB, seed uint64, switches protocolSwitches, trace, connectivityOnly bool) scenarioResult {
+func runScenario(t testing.TB, seed uint64, switches actorTuning, trace, connectivityOnly bool) scenarioResult {
 	mode := scenarioOne
 	if connectivityOnly {
 		mode = scenarioConnectivity
@@ -362,14 +362,14 @@ func randomNetwork(r *rand.Rand) simNetwork {
 	return n
 }
 
-func runFleetScenario(t testing.TB, seed uint64, switches protocolSwitches, trace bool, mode scenarioMode) scenarioResult {
+func runFleetScenario(t testing.TB, seed uint64, switches actorTuning, trace bool, mode scenarioMode) scenarioResult {
 	return runForgedScenario(t, seed, switches, trace, mode, false)
 }
 
 // runForgedScenario is runFleetScenario; with forgeGrants every vote reply
 // says granted on the wire (simulator.forgeGrants), a broken voter that the
 // invariants must catch.
-func runForgedScenario(t testing.TB, seed uint64, switches protocolSwitches, trace bool, mode scenarioMode, forgeGrants bool) scenarioResult {
+func runForgedScenario(t testing.TB, seed uint64, switches actorTuning, trace bool, mode scenarioMode, forgeGrants bool) scenarioResult {
 	s := newSimTest(t, seed, simNetwork{})
 	s.forgeGrants = forgeGrants
 	s.tracing = s.tracing || trace

@@ -20,7 +20,7 @@ func TestSimulationAWaveOfFailoversPreVotesOnce(t *testing.T) {
 	for _, seed := range scenarioSeeds(t, 4) {
 		s := newSimTest(t, seed, simNetwork{minDelay: 6 * time.Millisecond, maxDelay: 9 * time.Millisecond})
 		s.replay = t.Name()
-		f, _ := startSimFleet(s, 3, manyElections(simOptions(), 90), protocolSwitches{})
+		f, _ := startSimFleet(s, 3, manyElections(simOptions(), 90), actorTuning{})
 		if _, ok := f.runUntilConverged(20 * time.Second); ok == false {
 			t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
 		}
