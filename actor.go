@@ -210,7 +210,7 @@ type Actor struct {
 	clock func() time.Time
 	rng   *rand.Rand
 	// turnLimit is how many elections of this actor's node campaign at once
-	// on election timeouts (admission.go); 0 is campaignsInFlight. Tests
+	// on election timeouts (pacing.go); 0 is campaignsInFlight. Tests
 	// lower it so that a handful of elections already queue.
 	turnLimit int
 }
@@ -479,7 +479,7 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		return nil
 	case campaignTurn:
 		// another election of this node gave this one its turn to
-		// campaign (admission.go)
+		// campaign (pacing.go)
 		if from.Node != a.Node().Name() {
 			a.state.drop("foreign_campaign_turn")
 			return nil
@@ -722,7 +722,7 @@ func (a *Actor) perform(out effects) {
 }
 
 // tellTurns tells the elections of this node that they have a turn to
-// campaign (admission.go).
+// campaign (pacing.go).
 func (a *Actor) tellTurns(pids []gen.PID) {
 	for _, pid := range pids {
 		if pid == a.PID() {

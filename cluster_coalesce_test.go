@@ -149,7 +149,7 @@ func spawnElections(c *realCluster, nodes []int, n int, tm clusterTimings, switc
 }
 
 // Elections on real nodes that take turns to campaign one at a time per
-// node (admission.go): the turns go round through the framework's
+// node (pacing.go): the turns go round through the framework's
 // messages, and every election is led. With 72 elections starting together
 // on each node, their first election timeouts overlap, so some must wait.
 // (With 24 they did not always: spawning spreads their starts, and a

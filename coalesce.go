@@ -135,7 +135,7 @@ type slot struct {
 	// for this leader in (pings.go)
 	pongs []linkPong
 
-	// the node's failover wave (wave.go), set by the hub when it adds
+	// the node's failover wave (pacing.go), set by the hub when it adds
 	// the slot
 	wave *failoverWave
 

@@ -202,8 +202,8 @@
 // actor's side of it), pings.go (the
 // hubs' node-level pings that renew the leases), vouch.go (records only
 // for what changed: the pings vouch for the node's leaders), watcher.go,
-// shared_watcher.go, leader_spare.go (watching other nodes' processes),
-// admission.go, wave.go (node-wide pacing of campaigns and failovers),
+// shared_watcher.go (watching other nodes' processes), pacing.go
+// (node-wide pacing: campaign turns, failover waves, spare losses),
 // nodestate.go (what goes when a node stops), atoms.go. The framework's
 // connections: dialer.go, silence.go. Logging: log.go; timers: timers.go.
 package leader

@@ -119,7 +119,7 @@ type effects struct {
 	joined    []gen.PID
 	left      []gen.PID
 	// elections of this node given a turn to campaign, to be told
-	// (admission.go)
+	// (pacing.go)
 	turnWakes []gen.PID
 }
 
@@ -198,7 +198,7 @@ type election struct {
 	lastHeartbeatOut time.Time
 	electionDeadline time.Time
 
-	// campaign admission (admission.go): the node's gate, nil for none;
+	// campaign admission (pacing.go): the node's gate, nil for none;
 	// whether this election holds a turn, or waits for one
 	turns                 turnGate
 	holdsTurn, awaitsTurn bool
@@ -256,7 +256,7 @@ type election struct {
 	preVoteRounds     uint64
 	fastRounds        uint64
 	deferredFailovers uint64 // fast failovers given up for a survivor ranked earlier
-	waveDelayed       uint64 // fast failovers that waited longer, in a wave of them (wave.go)
+	waveDelayed       uint64 // fast failovers that waited longer, in a wave of them (pacing.go)
 	handovers         uint64
 	lastHandover      string
 

@@ -317,7 +317,7 @@ func TestFastPreVoteAsksARefusingVoterAgain(t *testing.T) {
 	})
 }
 
-// In a wave of failovers (wave.go) only the survivors ranked after the
+// In a wave of failovers (pacing.go) only the survivors ranked after the
 // first wait longer: the first one's wait is the safety margin of A2 and
 // its pre-vote is the one the wave needs.
 func TestFastFailoverInAWaveDelaysOnlyTheLaterRanks(t *testing.T) {

@@ -76,7 +76,7 @@ type hubPeer struct {
 type hub struct {
 	process gen.Process
 	clock   func() time.Time
-	wave    failoverWave // the node's fast failovers (wave.go)
+	wave    failoverWave // the node's fast failovers (pacing.go)
 	slots   map[gen.PID]*slot
 	order   []*slot // the slots, by actor: deterministic sends, and no map lookup per slot per tick
 	// orderQuiet[i] is order[i]'s quietUntil, in quietBlock-sized blocks

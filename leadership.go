@@ -303,7 +303,7 @@ func (e *election) fastPreVote() {
 // connections reports the loss, and the survivors must not elect anyone
 // before).
 //
-// In a wave (many elections of this node failing over at once, wave.go) a
+// In a wave (many elections of this node failing over at once, pacing.go) a
 // survivor ranked after the first waits waveExtra more, so that the first
 // one's pre-vote reaches it before its own pre-vote goes out.
 func (e *election) fastFailoverDelay(inWave bool) time.Duration {
@@ -445,7 +445,7 @@ func (e *election) mayBeQuiet(m *member) bool {
 // nodes never lead the same term. It returns the chosen successor's node.
 // connected, when not nil, is whether the framework has a connection to a
 // node now: a member whose loss the leader has not handled yet
-// (leader_spare.go) is not chosen.
+// (pacing.go) is not chosen.
 func (e *election) handover(now time.Time, why string, connected func(gen.Atom) bool) gen.Atom {
 	return e.handoverTo(now, why, connected, "")
 }

@@ -198,7 +198,7 @@ type lateDown struct {
 	to   gen.PID
 	down peerDown
 	due  time.Time
-	// the hints of a leader that spared the member (leader_spare.go): the
+	// the hints of a leader that spared the member (pacing.go): the
 	// down is not handed over if the actor took it early
 	leaderLoss *downHints
 }

@@ -390,7 +390,7 @@ func runForgedScenario(t testing.TB, seed uint64, switches actorTuning, trace bo
 	elections := []Options{options}
 	if mode == scenarioMany {
 		// half the fleets take turns to campaign one or two at a time per
-		// node (admission.go), so that waiting for a turn meets every
+		// node (pacing.go), so that waiting for a turn meets every
 		// fault; drawn apart from the scenario's own draws
 		if turns := rand.New(rand.NewPCG(seed, 0x7475726e)); turns.IntN(2) == 0 {
 			switches.campaignTurns = 1 + turns.IntN(2)

@@ -12,7 +12,7 @@ import (
 // one's own fast-failover timer (as the queues of a busy node make it in
 // a real wave), the later-ranked survivor pre-voted too, only to be
 // refused: a wasted round per election, in the milliseconds the winning
-// rounds need. In a wave it waits longer (wave.go). The first failovers
+// rounds need. In a wave it waits longer (pacing.go). The first failovers
 // of a node, before it has seen waveThreshold others, are not in a wave
 // yet and may still pre-vote twice.
 func TestSimulationAWaveOfFailoversPreVotesOnce(t *testing.T) {

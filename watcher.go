@@ -208,7 +208,7 @@ type downHints struct {
 	following bool    // a follower with a leader it hears
 	leader    gen.PID // that leader
 	pause     time.Duration
-	// A leader's side (leader_spare.go): how many members it can lose
+	// A leader's side (pacing.go): how many members it can lose
 	// and still reach a quorum, and the losses a shared watcher handed it
 	// late on that account, which its view does not show yet.
 	spare    int
