@@ -585,13 +585,13 @@ func (e *election) handlePreVote(m *member, req msgPreVote) {
 		reply.Leader = supported
 	case req.ViewSize+req.Seats < e.cfg.minClusterSize:
 		// the candidate could not be eligible under the floor
-	case e.failingOverFast() && m.node > e.self.Node:
+	case e.failingOverFast() && e.rankedBefore(e.self.Node, m.node):
 		// both lost the leader; the requester is ranked after this node
 		// and defers to it (fastFailoverDelay, deferToRanked)
 		e.drop("fast_failover_rank")
 	default:
 		reply.Granted = true
-		if e.failingOverFast() && m.node < e.self.Node {
+		if e.failingOverFast() && e.rankedBefore(m.node, e.self.Node) {
 			e.deferToRanked(m)
 		}
 		reply.Pledged = e.offerPledge(m, req)
@@ -871,9 +871,15 @@ func (e *election) waitQuietPeriod() bool {
 		return false
 	}
 	// jittered like any election timeout, so that nodes started together
-	// do not all campaign the instant their quiet periods end
+	// do not all campaign the instant their quiet periods end, and later by
+	// a whole spread for each member ranked before this node in the
+	// failover order (startRank): at a cold start the member ranked first
+	// campaigns first, even when its node started a little after the
+	// others, so the nodes of many elections started together each lead
+	// about an equal share of them, not the node that happened to start
+	// first (a node crash then re-elects a third of them, not half)
 	spread := e.cfg.electionTimeoutMax - e.cfg.electionTimeoutMin
-	from := e.startedAt.Add(e.quietPeriod())
+	from := e.startedAt.Add(e.quietPeriod() + time.Duration(e.startRank())*spread)
 	if e.now.Before(from) == false {
 		// the time is up but the term floor is unknown: ask the members
 		// not heard from yet, and look again after an election timeout

@@ -2,7 +2,9 @@ package leader
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -123,7 +125,7 @@ func TestPreVoteLease(t *testing.T) {
 }
 
 func TestPreVoteGrantedOnceThePromiseAfterTheLeadersLossEnds(t *testing.T) {
-	h := newStateHarness(t, Options{}, "b", "0")
+	h := newStateHarness(t, Options{}, "b", "f")
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
 	ackedAt := h.now
 	h.e.takeEffects()
@@ -132,17 +134,18 @@ func TestPreVoteGrantedOnceThePromiseAfterTheLeadersLossEnds(t *testing.T) {
 	h.e.takeEffects()
 	assert.True(t, h.e.timers[timerFast].armed, "a lost leader arms the fast pre-vote")
 	assert.Equal(t, ackedAt.Add(freshness(h.e.cfg)), h.e.promisedUntil, "the promise ends F after the last acknowledgement")
-	out := h.recv("0", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
-	assert.False(t, sentTo[msgPreVoteReply](out, "0")[0].Granted, "a lost connection is no proof: the promise holds for F")
+	out := h.recv("f", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+	assert.False(t, sentTo[msgPreVoteReply](out, "f")[0].Granted, "a lost connection is no proof: the promise holds for F")
 	h.now = ackedAt.Add(freshness(h.e.cfg))
-	out = h.recv("0", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
-	assert.True(t, sentTo[msgPreVoteReply](out, "0")[0].Granted, "F after the last acknowledgement it may help elect a successor")
+	out = h.recv("f", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+	assert.True(t, sentTo[msgPreVoteReply](out, "f")[0].Granted, "F after the last acknowledgement it may help elect a successor")
 }
 
 // Two survivors of a leader's down must not both pre-vote and then split
-// the votes of the next term (deferToRanked): the one ranked later (its
-// node name sorts after) gives way to the other's pre-vote, even in the
-// middle of its own, and the one ranked first refuses the other's.
+// the votes of the next term (deferToRanked): the one ranked later in the
+// failover order (TestTheFailoverOrderOfTheTests: f before a before c)
+// gives way to the other's pre-vote, even in the middle of its own, and
+// the one ranked first refuses the other's.
 func TestFastFailoverDefersToTheSurvivorRankedFirst(t *testing.T) {
 	lose := func(h *stateHarness) {
 		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
@@ -164,22 +167,22 @@ func TestFastFailoverDefersToTheSurvivorRankedFirst(t *testing.T) {
 		assert.Equal(t, uint64(2), h.e.dropped["fast_failover_rank"], "refusals are counted")
 	})
 	t.Run("ranked later gives way before its timer", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0")
+		h := newStateHarness(t, Options{}, "b", "f")
 		lose(h)
-		out := h.recv("0", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
-		assert.True(t, sentTo[msgPreVoteReply](out, "0")[0].Granted)
+		out := h.recv("f", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+		assert.True(t, sentTo[msgPreVoteReply](out, "f")[0].Granted)
 		assert.False(t, h.e.timers[timerFast].armed, "it gave up its fast pre-vote")
 		assert.Equal(t, uint64(1), h.e.deferredFailovers)
 	})
 	t.Run("ranked later gives way in its own pre-vote", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0")
+		h := newStateHarness(t, Options{}, "b", "f")
 		lose(h)
 		h.fire(timerFast)
 		require.True(t, h.e.preVoting)
-		out := h.recv("0", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
-		assert.True(t, sentTo[msgPreVoteReply](out, "0")[0].Granted)
+		out := h.recv("f", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
+		assert.True(t, sentTo[msgPreVoteReply](out, "f")[0].Granted)
 		assert.False(t, h.e.preVoting, "its pre-vote is over")
-		h.recv("0", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true})
+		h.recv("f", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true})
 		assert.Equal(t, roleFollower, h.e.role, "a grant of the abandoned pre-vote starts no election")
 		assert.Equal(t, uint64(1), h.e.term)
 	})
@@ -206,6 +209,7 @@ func TestFastFailoverDefersToTheSurvivorRankedFirst(t *testing.T) {
 }
 
 func TestFastFailoverIsStaggeredByRank(t *testing.T) {
+	// in the failover order of ClusterID "c": e, a, c
 	delays := map[string]time.Duration{}
 	for _, self := range []string{"a", "c", "e"} {
 		options := Options{ClusterID: "c", AssumeSymmetricConnectionLoss: true}
@@ -220,10 +224,10 @@ func TestFastFailoverIsStaggeredByRank(t *testing.T) {
 		delays[self] = e.fastFailoverDelay(false)
 	}
 	step := 150 * time.Millisecond / 30
-	assert.GreaterOrEqual(t, delays["a"], step, "nobody pre-votes within a step of its down (A2)")
-	assert.LessOrEqual(t, delays["a"], step+step/2, "rank 0 goes first")
-	assert.GreaterOrEqual(t, delays["c"], 2*step)
-	assert.GreaterOrEqual(t, delays["e"], 3*step)
+	assert.GreaterOrEqual(t, delays["e"], step, "nobody pre-votes within a step of its down (A2)")
+	assert.LessOrEqual(t, delays["e"], step+step/2, "rank 0 goes first")
+	assert.GreaterOrEqual(t, delays["a"], 2*step)
+	assert.GreaterOrEqual(t, delays["c"], 3*step)
 }
 
 // The step counts from when the node's framework reported the down (the
@@ -318,8 +322,7 @@ func TestFastPreVoteAsksARefusingVoterAgain(t *testing.T) {
 }
 
 // In a wave of failovers (pacing.go) only the survivors ranked after the
-// first wait longer: the first one's wait is the safety margin of A2 and
-// its pre-vote is the one the wave needs.
+// first wait longer: the first one's pre-vote is the one the wave needs.
 func TestFastFailoverInAWaveDelaysOnlyTheLaterRanks(t *testing.T) {
 	options := Options{ClusterID: "c", AssumeSymmetricConnectionLoss: true}
 	cfg, _, _ := options.resolve()
@@ -329,10 +332,11 @@ func TestFastFailoverInAWaveDelaysOnlyTheLaterRanks(t *testing.T) {
 		rank     int
 		min, max time.Duration
 	}{
-		{"a", 0, step, step + step/2},
-		{"c", 1, 2*step + cfg.electionTimeoutMin/4, 2*step + step/2 + cfg.electionTimeoutMin/4},
-		{"e", 2, 3*step + cfg.electionTimeoutMin/2, 3*step + step/2 + cfg.electionTimeoutMin/2},
-		{"g", 3, 4*step + cfg.electionTimeoutMin/2, 4*step + step/2 + cfg.electionTimeoutMin/2},
+		// in the failover order of ClusterID "c": e, g, a, c
+		{"e", 0, step, step + step/2},
+		{"g", 1, 2*step + cfg.electionTimeoutMin/4, 2*step + step/2 + cfg.electionTimeoutMin/4},
+		{"a", 2, 3*step + cfg.electionTimeoutMin/2, 3*step + step/2 + cfg.electionTimeoutMin/2},
+		{"c", 3, 4*step + cfg.electionTimeoutMin/2, 4*step + step/2 + cfg.electionTimeoutMin/2},
 	} {
 		e := newElection(cfg, pid(tc.self), "leader", newStateHarness(t, Options{}).e.rng, nil)
 		e.start(t0)
@@ -538,4 +542,89 @@ func TestALostConnectionChangesNoCallbackUntilThePreVote(t *testing.T) {
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
 	h.e.down(h.now, pid("b"), gen.TerminateReasonKill)
 	assert.Equal(t, gen.PID{}, h.e.public().leader, "a termination is a change at once")
+}
+
+// The failover order (rankedBefore) is a total order of the members' names
+// that every member computes alike, and it differs from election to
+// election: over many ClusterIDs each of three nodes is ranked first in
+// about a third of them, so a crashed node's elections go to all the
+// survivors, not all to one.
+func TestTheFailoverOrderSpreadsTheFirstRankOverTheNodes(t *testing.T) {
+	nodes := []gen.Atom{"n1@host", "n2@host", "n3@host"}
+	first := map[gen.Atom]int{}
+	const elections = 3000
+	for i := range elections {
+		options := Options{ClusterID: fmt.Sprintf("shard-%d", i)}
+		cfg, _, err := options.resolve()
+		require.NoError(t, err)
+		e := &election{cfg: cfg}
+		for _, a := range nodes {
+			assert.False(t, e.rankedBefore(a, a), "irreflexive")
+			for _, b := range nodes {
+				if a != b {
+					assert.NotEqual(t, e.rankedBefore(a, b), e.rankedBefore(b, a), "%s and %s are ordered one way", a, b)
+				}
+			}
+		}
+		sorted := slices.Clone(nodes)
+		slices.SortFunc(sorted, func(a, b gen.Atom) int {
+			if e.rankedBefore(a, b) {
+				return -1
+			}
+			return 1
+		})
+		first[sorted[0]]++
+	}
+	for _, n := range nodes {
+		assert.InDelta(t, elections/3, first[n], elections/12, "%s is ranked first in %d of %d elections", n, first[n], elections)
+	}
+}
+
+// The order the election tests of ClusterID "c" rely on: "f" is ranked
+// before every other name they use, "a" (the harness's own node) before
+// "c" and "0".
+func TestTheFailoverOrderOfTheTests(t *testing.T) {
+	e := newStateHarness(t, Options{}).e
+	order := []string{"f", "d", "e", "b", "g", "a", "c", "0"}
+	for i := 1; i < len(order); i++ {
+		assert.True(t, e.rankedBefore(node(order[i-1]), node(order[i])), "%s before %s", order[i-1], order[i])
+	}
+}
+
+// Before it has known any leader, an election campaigns later by a spread
+// of the election timeout for each member ranked before it in the failover
+// order: after its quiet period, and after a campaign that did not win. So
+// the member ranked first usually campaigns first, and elections started
+// together are led by their nodes in about equal shares. Once it has known
+// a leader, its election timeouts are the plain random ones.
+func TestBeforeItsFirstLeaderAnElectionCampaignsInTheFailoverOrder(t *testing.T) {
+	// in the failover order of ClusterID "c": f, b, a, c
+	fresh := func(self string) *election {
+		peers := []string{"a", "b", "c", "f"}
+		h := newStateHarness(t, Options{}, slices.DeleteFunc(slices.Clone(peers), func(p string) bool { return p == self })...)
+		e := newElection(h.e.cfg, pid(self), "leader", h.e.rng, nil)
+		e.start(t0)
+		return e
+	}
+	spread := 150 * time.Millisecond
+	for self, rank := range map[string]int{"f": 0, "b": 1, "a": 2, "c": 3} {
+		e := fresh(self)
+		require.Equal(t, rank, e.startRank(), "%s", self)
+		e.now = t0
+		require.True(t, e.waitQuietPeriod())
+		from := t0.Add(e.quietPeriod() + time.Duration(rank)*spread)
+		assert.False(t, e.electionDeadline.Before(from), "%s campaigns no earlier than %s after its quiet period", self, time.Duration(rank)*spread)
+		assert.False(t, e.electionDeadline.After(from.Add(spread)), "%s", self)
+
+		e.now = t0.Add(time.Second)
+		e.resetElectionDeadline()
+		from = e.now.Add(150*time.Millisecond + time.Duration(rank)*spread)
+		assert.False(t, e.electionDeadline.Before(from), "%s: a campaign that did not win waits as long again", self)
+		assert.False(t, e.electionDeadline.After(from.Add(spread)), "%s", self)
+
+		e.stats.leaderChanges = 1 // it has known a leader
+		e.electionDeadline = time.Time{}
+		e.resetElectionDeadline()
+		assert.False(t, e.electionDeadline.After(e.now.Add(300*time.Millisecond)), "%s: with a leader known, the plain election timeout", self)
+	}
 }

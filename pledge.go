@@ -96,8 +96,9 @@ func (e *election) offerPledge(m *member, req msgPreVote) uint64 {
 }
 
 // rankedFirst reports whether node is the survivor that fast failover
-// ranks first as far as this node can tell: named before this node and
-// before every other member it still reaches (fastFailoverDelay). Pledges
+// ranks first as far as this node can tell: before this node and before
+// every other member it still reaches in the failover order (rankedBefore,
+// fastFailoverDelay). Pledges
 // go to that survivor alone. A pledge binds, so pledges given to whichever
 // survivor asked first could split the next term's votes among several
 // candidates of a larger cluster, none with a quorum (the first version did:
@@ -106,11 +107,11 @@ func (e *election) offerPledge(m *member, req msgPreVote) uint64 {
 // promise runs. The others still get their pre-votes granted and are
 // elected with votes as before.
 func (e *election) rankedFirst(node gen.Atom) bool {
-	if node >= e.self.Node {
+	if node == e.self.Node || e.rankedBefore(node, e.self.Node) == false {
 		return false
 	}
 	for _, other := range e.members {
-		if other.pid != (gen.PID{}) && other.node != node && other.node < node {
+		if other.pid != (gen.PID{}) && other.node != node && e.rankedBefore(other.node, node) {
 			return false
 		}
 	}

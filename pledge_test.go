@@ -59,10 +59,10 @@ func TestOrdinaryPreVotesAskForNoPledge(t *testing.T) {
 func TestVoterPledgesOnlyWhatAVoteWouldGrant(t *testing.T) {
 	fast := msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3, Pledge: true}
 	t.Run("a voter that lost the leader pledges to the survivor ranked first", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0")
+		h := newStateHarness(t, Options{}, "b", "f")
 		loseLeader(t, h)
-		out := h.recv("0", fast)
-		reply := sentTo[msgPreVoteReply](out, "0")[0]
+		out := h.recv("f", fast)
+		reply := sentTo[msgPreVoteReply](out, "f")[0]
 		assert.True(t, reply.Granted)
 		assert.Equal(t, uint64(2), reply.Pledged)
 		assert.Equal(t, uint64(1), h.e.term, "a pledge adopts no term")
@@ -70,70 +70,70 @@ func TestVoterPledgesOnlyWhatAVoteWouldGrant(t *testing.T) {
 		assert.Equal(t, uint64(1), h.e.pledgesGiven)
 	})
 	t.Run("a voter that still hears its leader pledges nothing", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0")
+		h := newStateHarness(t, Options{}, "b", "f")
 		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
-		out := h.recv("0", fast)
-		reply := sentTo[msgPreVoteReply](out, "0")[0]
+		out := h.recv("f", fast)
+		reply := sentTo[msgPreVoteReply](out, "f")[0]
 		assert.False(t, reply.Granted)
 		assert.Zero(t, reply.Pledged)
 	})
 	t.Run("no pledge unless asked", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0")
+		h := newStateHarness(t, Options{}, "b", "f")
 		loseLeader(t, h)
 		plain := fast
 		plain.Pledge = false
-		reply := sentTo[msgPreVoteReply](h.recv("0", plain), "0")[0]
+		reply := sentTo[msgPreVoteReply](h.recv("f", plain), "f")[0]
 		assert.True(t, reply.Granted)
 		assert.Zero(t, reply.Pledged)
 	})
 	t.Run("one pledge per term", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0", "1", "c")
+		h := newStateHarness(t, Options{}, "b", "f", "d", "c")
 		loseLeader(t, h)
-		h.recv("0", msgHello{ClusterID: "c", Term: 1, Name: "leader"})
-		h.recv("1", msgHello{ClusterID: "c", Term: 1, Name: "leader"})
-		require.Equal(t, uint64(2), sentTo[msgPreVoteReply](h.recv("0", fast), "0")[0].Pledged)
-		reply := sentTo[msgPreVoteReply](h.recv("1", fast), "1")[0]
-		assert.Zero(t, reply.Pledged, "term 2 is pledged to 0 already")
-		assert.False(t, reply.Granted, "and 0 holds this voter's promise")
-		reply = sentTo[msgPreVoteReply](h.recv("0", fast), "0")[0]
+		h.recv("f", msgHello{ClusterID: "c", Term: 1, Name: "leader"})
+		h.recv("d", msgHello{ClusterID: "c", Term: 1, Name: "leader"})
+		require.Equal(t, uint64(2), sentTo[msgPreVoteReply](h.recv("f", fast), "f")[0].Pledged)
+		reply := sentTo[msgPreVoteReply](h.recv("d", fast), "d")[0]
+		assert.Zero(t, reply.Pledged, "term 2 is pledged to f already")
+		assert.False(t, reply.Granted, "and f holds this voter's promise")
+		reply = sentTo[msgPreVoteReply](h.recv("f", fast), "f")[0]
 		assert.Equal(t, uint64(2), reply.Pledged, "asking again gets the same answer")
-		// 0 is gone and its promise over: 1 is ranked first now, but term 2
+		// f is gone and its promise over: d is ranked first now, but term 2
 		// stays 0's
-		h.e.down(h.now, pid("0"), gen.ErrNoConnection)
+		h.e.down(h.now, pid("f"), gen.ErrNoConnection)
 		h.advance(150 * time.Millisecond)
-		reply = sentTo[msgPreVoteReply](h.recv("1", fast), "1")[0]
+		reply = sentTo[msgPreVoteReply](h.recv("d", fast), "d")[0]
 		assert.True(t, reply.Granted)
 		assert.Zero(t, reply.Pledged)
 		assert.Equal(t, uint64(1), h.e.dropped["pledged_elsewhere"])
 	})
 	t.Run("only the survivor ranked first gets a pledge", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0", "1", "c")
+		h := newStateHarness(t, Options{}, "b", "f", "d", "c")
 		loseLeader(t, h)
-		h.recv("0", msgHello{ClusterID: "c", Term: 1, Name: "leader"})
-		h.recv("1", msgHello{ClusterID: "c", Term: 1, Name: "leader"})
-		reply := sentTo[msgPreVoteReply](h.recv("1", fast), "1")[0]
-		assert.True(t, reply.Granted, "1 may pre-vote")
-		assert.Zero(t, reply.Pledged, "but 0, which this node reaches, is ranked before it")
-		h.e.down(h.now, pid("0"), gen.ErrNoConnection)
-		reply = sentTo[msgPreVoteReply](h.recv("1", fast), "1")[0]
-		assert.Equal(t, uint64(2), reply.Pledged, "with 0 gone, 1 is ranked first")
+		h.recv("f", msgHello{ClusterID: "c", Term: 1, Name: "leader"})
+		h.recv("d", msgHello{ClusterID: "c", Term: 1, Name: "leader"})
+		reply := sentTo[msgPreVoteReply](h.recv("d", fast), "d")[0]
+		assert.True(t, reply.Granted, "d may pre-vote")
+		assert.Zero(t, reply.Pledged, "but f, which this node reaches, is ranked before it")
+		h.e.down(h.now, pid("f"), gen.ErrNoConnection)
+		reply = sentTo[msgPreVoteReply](h.recv("d", fast), "d")[0]
+		assert.Equal(t, uint64(2), reply.Pledged, "with f gone, d is ranked first")
 		reply = sentTo[msgPreVoteReply](h.recv("c", fast), "c")[0]
 		assert.Zero(t, reply.Pledged, "a survivor ranked after this node gets none")
 	})
 	t.Run("a voter in its quiet period pledges nothing", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0")
+		h := newStateHarness(t, Options{}, "b", "f")
 		loseLeader(t, h)
 		h.freshStart()
-		reply := sentTo[msgPreVoteReply](h.recv("0", fast), "0")[0]
+		reply := sentTo[msgPreVoteReply](h.recv("f", fast), "f")[0]
 		assert.False(t, reply.Granted)
 		assert.Zero(t, reply.Pledged)
 	})
 	t.Run("a candidate pledges nothing", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0")
+		h := newStateHarness(t, Options{}, "b", "f")
 		h.expireElection()
 		h.recv("b", msgPreVoteReply{ClusterID: "c", Term: 0, Granted: true})
 		require.Equal(t, roleCandidate, h.e.role)
-		reply := sentTo[msgPreVoteReply](h.recv("0", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3, Pledge: true}), "0")[0]
+		reply := sentTo[msgPreVoteReply](h.recv("f", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3, Pledge: true}), "f")[0]
 		assert.Zero(t, reply.Pledged, "it voted for itself in term 1 and will campaign for term 2")
 	})
 }
@@ -141,30 +141,30 @@ func TestVoterPledgesOnlyWhatAVoteWouldGrant(t *testing.T) {
 func TestPledgeBindsTheVoterLikeAVote(t *testing.T) {
 	fast := msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3, Pledge: true}
 	t.Run("it becomes the vote of the term when the voter gets there", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0", "c")
+		h := newStateHarness(t, Options{}, "b", "f", "c")
 		loseLeader(t, h)
-		h.recv("0", fast)
+		h.recv("f", fast)
 		h.advance(200 * time.Millisecond) // the promise to 0 is over
 		out := h.recv("c", msgVote{ClusterID: "c", Term: 2, ViewSize: 4})
 		assert.False(t, sentTo[msgVoteReply](out, "c")[0].Granted, "term 2's vote was pledged to 0")
-		assert.Equal(t, pid("0"), h.e.votedFor)
-		out = h.recv("0", msgVote{ClusterID: "c", Term: 2, ViewSize: 4})
-		assert.True(t, sentTo[msgVoteReply](out, "0")[0].Granted, "the candidate it pledged to gets it")
+		assert.Equal(t, pid("f"), h.e.votedFor)
+		out = h.recv("f", msgVote{ClusterID: "c", Term: 2, ViewSize: 4})
+		assert.True(t, sentTo[msgVoteReply](out, "f")[0].Granted, "the candidate it pledged to gets it")
 	})
 	t.Run("its own campaign skips the pledged term", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0")
+		h := newStateHarness(t, Options{}, "b", "f")
 		loseLeader(t, h)
-		h.recv("0", fast)
+		h.recv("f", fast)
 		h.expireElection()
-		h.recv("0", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true})
+		h.recv("f", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true})
 		assert.Equal(t, roleCandidate, h.e.role)
 		assert.Equal(t, uint64(3), h.e.term, "term 2 is 0's to win")
 		assert.Equal(t, pid("a"), h.e.votedFor)
 	})
 	t.Run("it deposes no leader, and lends it no lease while the candidate may count it", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0")
+		h := newStateHarness(t, Options{}, "b", "f")
 		loseLeader(t, h)
-		h.recv("0", fast)
+		h.recv("f", fast)
 		out := h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 7})
 		ack := sentTo[msgHeartbeatAck](out, "b")
 		require.Len(t, ack, 1)
@@ -177,11 +177,11 @@ func TestPledgeBindsTheVoterLikeAVote(t *testing.T) {
 		assert.Equal(t, uint64(8), sentTo[msgHeartbeatAck](out, "b")[0].Round, "once the promise to 0 is over, the acks count")
 	})
 	t.Run("a leader it still knew but no longer heard is forgotten", func(t *testing.T) {
-		h := newStateHarness(t, Options{}, "b", "0")
+		h := newStateHarness(t, Options{}, "b", "f")
 		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
 		h.advance(160 * time.Millisecond) // its promise to b ran out; no election timeout yet
 		require.Equal(t, pid("b"), h.e.leader)
-		reply := sentTo[msgPreVoteReply](h.recv("0", fast), "0")[0]
+		reply := sentTo[msgPreVoteReply](h.recv("f", fast), "f")[0]
 		require.Equal(t, uint64(2), reply.Pledged)
 		assert.Equal(t, gen.PID{}, h.e.leader, "as a vote for term 2 would have ended it")
 		assert.False(t, h.e.mayDelegateAcks())

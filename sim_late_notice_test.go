@@ -140,7 +140,10 @@ func TestSimulationTheEndOfAReplacedConnectionStartsNoFailover(t *testing.T) {
 				break
 			}
 		}
-		lag := 300 * time.Millisecond
+		// late enough that the leader has said Hello again, over a newer
+		// connection, whatever its first probe after the loss drew
+		// (firstProbeAfterLoss)
+		lag := lazyDownPause(c.cfg()) + c.cfg().electionTimeoutMax + 200*time.Millisecond
 		fast := follower.state.fastRounds
 		s.noticeLag[follower.PID().Node] = lag
 		s.note("NEMESIS the connection %s <-> %s ends; %s hears of it %s late", leader.PID().Node, follower.PID().Node, follower.PID().Node, lag)

@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -289,7 +290,11 @@ func TestSimulationFollowersWithACrossedConnectionMeet(t *testing.T) {
 	outsideLed := 0
 	for seed := uint64(1); seed <= 30; seed++ {
 		s := newSimTest(t, seed, lanNetwork())
-		f := newSimFleet(s, []Options{simOptions()}, actorTuning{})
+		// a ClusterID per seed: the failover order, which decides who
+		// campaigns first at a cold start, follows it (rankedBefore)
+		options := simOptions()
+		options.ClusterID = fmt.Sprintf("crossed-%d", seed)
+		f := newSimFleet(s, []Options{options}, actorTuning{})
 		c := f.clusters[0]
 		names := []gen.Atom{c.newName(), c.newName(), c.newName()}
 		f.list(names)

@@ -112,6 +112,9 @@ func (e *election) randomTimeout() time.Duration {
 // for the rest, so a follower does not create a timer per heartbeat.
 func (e *election) resetElectionDeadline() {
 	deadline := e.now.Add(e.randomTimeout())
+	if e.stats.leaderChanges == 0 {
+		deadline = deadline.Add(time.Duration(e.startRank()) * (e.cfg.electionTimeoutMax - e.cfg.electionTimeoutMin))
+	}
 	if deadline.Before(e.notBefore) {
 		deadline = e.notBefore
 	}

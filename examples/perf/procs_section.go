@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,7 @@ type procsRun struct {
 type procsCrash struct {
 	victim    int
 	led       int             // elections it led
+	perNode   []int           // elections each node led just before the kill
 	took      []time.Duration // per election it led: the kill -> the survivors agree on a new leader
 	splits    int             // of those, failovers that took more than one term
 	disturbed int             // elections it did not lead whose leader or term changed
@@ -111,8 +113,8 @@ func measureProcs(p *plan, clusters int) (r procsRun) {
 	}
 	r.crash = crashProcs(p, c)
 	d := newDist(r.crash.took)
-	p.progress("procs: %d elections: killed a node leading %d; led again p50 %s ms, p99 %s ms, max %s ms; %d failovers of more than one term, %d others disturbed, %d lost",
-		clusters, r.crash.led, ms(d.pct(50)), ms(d.pct(99)), ms(d.max()), r.crash.splits, r.crash.disturbed, r.crash.lost)
+	p.progress("procs: %d elections: leaders per node %v; killed a node leading %d; led again p50 %s ms, p99 %s ms, max %s ms; %d failovers of more than one term, %d others disturbed, %d lost",
+		clusters, r.crash.perNode, r.crash.led, ms(d.pct(50)), ms(d.pct(99)), ms(d.max()), r.crash.splits, r.crash.disturbed, r.crash.lost)
 	c.reportWarnings(p)
 	return r
 }
@@ -130,6 +132,7 @@ func crashProcs(p *plan, c *procCluster) *procsCrash {
 		}
 		count[a.leader]++
 	}
+	k.perNode = count
 	k.victim = slices.Index(count, slices.Max(count))
 	k.led = count[k.victim]
 	killed := c.kill(k.victim)
@@ -223,6 +226,7 @@ func procsReport(p *plan, runs []procsRun) (string, []summaryRow) {
 		}
 		if k := r.crash; k != nil {
 			d := newDist(k.took)
+			fmt.Fprintf(&b, "\nLeaders per node just before the crash: %s.\n", joinInts(r.crash.perNode))
 			fmt.Fprintf(&b, "\nThe crash: node %d, leading %d elections, killed (SIGKILL). Every one of them led again by the survivors: p50 %s ms, p99 %s ms, max %s ms after the kill; %d took more than one term (a split vote); %d elections it did not lead changed leader or term; %d without a leader %s after the kill; %d had no agreement just before it.\n\n",
 				k.victim+1, k.led, ms(d.pct(50)), ms(d.pct(99)), ms(d.max()), k.splits, k.disturbed, k.lost, p.failoverWithin, k.unsettled)
 		}
@@ -272,4 +276,13 @@ func thousands(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// joinInts lists counts separated by commas.
+func joinInts(counts []int) string {
+	texts := make([]string, len(counts))
+	for i, n := range counts {
+		texts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(texts, ", ")
 }
