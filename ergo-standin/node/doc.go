@@ -118,7 +118,17 @@
 //     name wins), but connection IDs are random per handshake rather than
 //     derived from the pair, and there is no EnableSimultaneousConnect
 //     flag; ERGO_STANDIN_BUGS=simultaneous-connect brings back the v320
-//     failure for tests. Messages are not fragmented (one frame up to
+//     failure for tests. When both dials of a simultaneous connect get
+//     through (the larger name's dial was admitted before the smaller
+//     name's arrived), the newer connection replaces the older one and
+//     what was in flight on the older one is lost, a monitor request among
+//     it (its caller then times out after 5 s). v3.3.0's collision
+//     detection, with connection IDs derived from the pair, is built to
+//     keep one connection from the start; whether it can still lose a
+//     frame there was not checked. This costs the library
+//     liveness only: a monitor that timed out counts the member as lost
+//     until it answers again; tests wait for every monitor before they
+//     measure steadiness (waitAcquainted). Messages are not fragmented (one frame up to
 //     MaxMessageSize). A write to a connection whose socket buffer is
 //     full blocks the sender, as in the framework (whose flusher writes in
 //     the sender's goroutine, with no deadline, once its buffer is full),
