@@ -227,8 +227,15 @@ func procsReport(p *plan, runs []procsRun) (string, []summaryRow) {
 		if k := r.crash; k != nil {
 			d := newDist(k.took)
 			fmt.Fprintf(&b, "\nLeaders per node just before the crash: %s.\n", joinInts(r.crash.perNode))
-			fmt.Fprintf(&b, "\nThe crash: node %d, leading %d elections, killed (SIGKILL). Every one of them led again by the survivors: p50 %s ms, p99 %s ms, max %s ms after the kill; %d took more than one term (a split vote); %d elections it did not lead changed leader or term; %d without a leader %s after the kill; %d had no agreement just before it.\n\n",
-				k.victim+1, k.led, ms(d.pct(50)), ms(d.pct(99)), ms(d.max()), k.splits, k.disturbed, k.lost, p.failoverWithin, k.unsettled)
+			led := fmt.Sprintf("Every one of them led again by the survivors: p50 %s ms, p99 %s ms, max %s ms after the kill", ms(d.pct(50)), ms(d.pct(99)), ms(d.max()))
+			switch {
+			case len(k.took) == 0:
+				led = fmt.Sprintf("None of them was led again by the survivors within %s", p.failoverWithin)
+			case len(k.took) < k.led:
+				led = fmt.Sprintf("%d of them led again by the survivors: p50 %s ms, p99 %s ms, max %s ms after the kill", len(k.took), ms(d.pct(50)), ms(d.pct(99)), ms(d.max()))
+			}
+			fmt.Fprintf(&b, "\nThe crash: node %d, leading %d elections, killed (SIGKILL). %s; %d took more than one term (a split vote); %d elections it did not lead changed leader or term; %d without a leader %s after the kill; %d had no agreement just before it.\n\n",
+				k.victim+1, k.led, led, k.splits, k.disturbed, k.lost, p.failoverWithin, k.unsettled)
 		}
 		rows = append(rows, procsRows(r)...)
 	}
@@ -258,7 +265,7 @@ func procsRows(r procsRun) []summaryRow {
 	if k := r.crash; k != nil {
 		d := newDist(k.took)
 		rows = append(rows,
-			summaryRow{key("node crash, led again p99"), fmt.Sprintf("<= %s ms", ms(crashTarget)), ms(d.pct(99)) + " ms", verdict(k.lost == 0 && d.pct(99) <= crashTarget)},
+			summaryRow{key("node crash, led again p99"), fmt.Sprintf("<= %s ms", ms(crashTarget)), crashFigure(k, d), verdict(k.lost == 0 && d.pct(99) <= crashTarget)},
 			summaryRow{key("node crash, split votes and others disturbed"), "0 and 0", fmt.Sprintf("%d and %d", k.splits, k.disturbed), verdict(k.splits == 0 && k.disturbed == 0)})
 	}
 	return rows
@@ -285,4 +292,13 @@ func joinInts(counts []int) string {
 		texts[i] = strconv.Itoa(n)
 	}
 	return strings.Join(texts, ", ")
+}
+
+// crashFigure is the summary's figure for a crash: the p99, or how many of
+// the crashed node's elections were never led again.
+func crashFigure(k *procsCrash, d dist) string {
+	if len(k.took) < k.led {
+		return fmt.Sprintf("%d of %d not led again", k.led-len(k.took), k.led)
+	}
+	return ms(d.pct(99)) + " ms"
 }
