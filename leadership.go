@@ -356,7 +356,9 @@ func (e *election) startRank() int {
 	return rank
 }
 
-// failoverKey is the FNV-1a hash of clusterID, a zero byte and node.
+// failoverKey is the FNV-1a hash of clusterID, a zero byte and node,
+// written out because hash/fnv would allocate on every comparison of a
+// pre-vote's path.
 func failoverKey(clusterID string, node gen.Atom) uint64 {
 	const offset, prime = 14695981039346656037, 1099511628211
 	h := uint64(offset)
