@@ -176,13 +176,13 @@ func (r *cbRecorder) dump() string {
 
 type clLogRing struct {
 	mu    sync.Mutex
-	lines []string
+	lines []clWarning
 	next  int
 	full  bool
 }
 
 func newClLogRing(size int) *clLogRing {
-	return &clLogRing{lines: make([]string, size)}
+	return &clLogRing{lines: make([]clWarning, size)}
 }
 
 func (l *clLogRing) Log(m gen.MessageLog) {
@@ -201,7 +201,7 @@ func (l *clLogRing) Log(m gen.MessageLog) {
 	}
 	line := fmt.Sprintf("%s [%s] %s: %s", m.Time.Format("15:04:05.000000"), m.Level, source, text)
 	l.mu.Lock()
-	l.lines[l.next] = line
+	l.lines[l.next] = clWarning{at: m.Time, line: line}
 	l.next = (l.next + 1) % len(l.lines)
 	if l.next == 0 {
 		l.full = true
@@ -212,14 +212,25 @@ func (l *clLogRing) Log(m gen.MessageLog) {
 func (l *clLogRing) Terminate() {}
 
 func (l *clLogRing) String() string {
+	return strings.Join(l.since(time.Time{}), "\n")
+}
+
+// since returns the lines still in the ring that were logged at or after t.
+func (l *clLogRing) since(t time.Time) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var ordered []string
+	var ordered []clWarning
 	if l.full {
 		ordered = append(ordered, l.lines[l.next:]...)
 	}
 	ordered = append(ordered, l.lines[:l.next]...)
-	return strings.Join(ordered, "\n")
+	var lines []string
+	for _, w := range ordered {
+		if w.at.Before(t) == false {
+			lines = append(lines, w.line)
+		}
+	}
+	return lines
 }
 
 // ---------------------------------------------------------------------------
