@@ -204,6 +204,14 @@ func runChild(config string, program Program) int {
 	s := c.Status()
 	c.send(report{Kind: "ready", Status: &s})
 	go c.watch()
+	// A node that stops on its own (SIGTERM or Interrupt, which
+	// ergo.StartNode handles with a graceful Stop) ends the program, as
+	// node.Wait() at the end of a user's main does.
+	go func() {
+		c.node.Wait()
+		c.Logf("the node stopped; exiting")
+		os.Exit(0)
+	}()
 
 	scanner := bufio.NewScanner(in)
 	scanner.Buffer(make([]byte, 64*1024), 1024*1024)

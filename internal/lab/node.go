@@ -297,6 +297,21 @@ func (n *Node) Kill() time.Time {
 	return at
 }
 
+// Terminate sends SIGTERM, as an orchestrator stopping a pod does (the
+// framework answers it with a graceful Stop), and waits for the process to
+// exit. It returns the time the signal was sent.
+func (n *Node) Terminate() time.Time {
+	n.c.t.Helper()
+	at := time.Now()
+	if err := n.signal(syscall.SIGTERM); err != nil {
+		n.c.t.Fatalf("lab: terminate: %v", err)
+	}
+	if n.waitExit(30*time.Second) == false {
+		n.c.t.Fatalf("lab: %s did not exit within 30 s of SIGTERM", n.Name)
+	}
+	return at
+}
+
 // Stall freezes the node with SIGSTOP and returns the time it was sent.
 func (n *Node) Stall() time.Time {
 	n.c.t.Helper()
