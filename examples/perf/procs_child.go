@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,14 +34,23 @@ import (
 //	in   cost                           out cost <procCost as JSON>
 //	in   describe <election>            out describe <its member's inspect keys>
 //	in   warnings                       out warnings <the last few, on one line>
-//	in   profile                        out profile (see procProfileEnv)
+//	in   profile [window]               out profile (see procProfileEnv)
+//	in   tally <since unix ns>          out tally <tallyKeys' sums over the
+//	                                    node's elections> <leaderless gap p50,
+//	                                    max> <term changes after since: min,
+//	                                    p50, max> (microseconds)
 //	in   heap                           out heap <live heap bytes after a GC>
 //
 // and ends when its standard input closes.
 
 // procProfileEnv names a directory: each node process writes a CPU profile
-// there (node-1.pprof, ...) from the start of the idle window to its end.
+// there (node-1.pprof, ...) from the start of the idle window to its end;
+// from just before the crash instead when procProfileCrashEnv is set.
 const procProfileEnv = "LEADER_PERF_NODE_PROFILES"
+
+// procProfileCrashEnv, set with procProfileEnv, profiles the crash only:
+// for as long as it says (a duration), or to the end.
+const procProfileCrashEnv = "LEADER_PERF_NODE_PROFILE_CRASH"
 
 // procLogEnv, when set, has every node process write its warnings to its
 // standard error as they come.
@@ -139,6 +149,10 @@ func runProc(encoded string, in io.Reader, stdout io.Writer) error {
 			}
 			encoded, _ := json.Marshal(c)
 			lines <- "cost " + string(encoded)
+		case "tally":
+			// the failover counters summed over the node's elections
+			since, _ := strconv.ParseInt(arg, 10, 64)
+			lines <- "tally " + tallyMembers(node, h.groups, time.Unix(0, since))
 		case "describe":
 			// what the member of one election says of itself, for a run
 			// that went wrong
@@ -155,11 +169,17 @@ func runProc(encoded string, in io.Reader, stdout io.Writer) error {
 				if err != nil {
 					return err
 				}
-				defer f.Close()
 				if err := pprof.StartCPUProfile(f); err != nil {
+					f.Close()
 					return err
 				}
-				defer pprof.StopCPUProfile()
+				stop := func() { pprof.StopCPUProfile(); f.Close() }
+				if d, err := time.ParseDuration(arg); err == nil && d > 0 {
+					// a window only: "profile 300ms"
+					time.AfterFunc(d, stop)
+				} else {
+					defer stop()
+				}
 			}
 			lines <- "profile"
 		case "heap":
@@ -167,6 +187,57 @@ func runProc(encoded string, in io.Reader, stdout io.Writer) error {
 		}
 	}
 	return nil // stdin closed: the harness is gone
+}
+
+// tallyKeys are the counters a crash's tally sums (procCluster.tally).
+var tallyKeys = []string{"ergo:fast_failover_rounds", "ergo:fast_prevotes_reasked", "ergo:fast_failovers_deferred",
+	"ergo:fast_failovers_in_wave", "ergo:prevote_rounds", "ergo:elections_started", "ergo:pledged_elections"}
+
+// tallyMembers sums tallyKeys over every election of the node, as
+// space-separated numbers in tallyKeys' order.
+func tallyMembers(node gen.Node, groups []group, since time.Time) string {
+	sums := make([]uint64, len(tallyKeys))
+	var gaps, changed []time.Duration
+	for _, g := range groups {
+		pid, err := node.ProcessPID(g.name)
+		if err != nil {
+			continue
+		}
+		info, err := node.Inspect(pid, append([]string{"ergo:failover_gap_last", "ergo:term_changed_at"}, tallyKeys...)...)
+		if err != nil {
+			continue
+		}
+		for i, k := range tallyKeys {
+			v, _ := strconv.ParseUint(info[k], 10, 64)
+			sums[i] += v
+		}
+		if d, err := time.ParseDuration(info["ergo:failover_gap_last"]); err == nil && d > 0 {
+			gaps = append(gaps, d)
+		}
+		if at, err := time.Parse(time.RFC3339Nano, info["ergo:term_changed_at"]); err == nil && since.IsZero() == false && at.After(since) {
+			changed = append(changed, at.Sub(since))
+		}
+	}
+	parts := make([]string, len(sums))
+	for i, v := range sums {
+		parts[i] = strconv.FormatUint(v, 10)
+	}
+	// the last leaderless gap of each election, as this node saw it (ms):
+	// p50 and max
+	slices.Sort(gaps)
+	p50, top := time.Duration(0), time.Duration(0)
+	if len(gaps) > 0 {
+		p50, top = gaps[len(gaps)/2], gaps[len(gaps)-1]
+	}
+	parts = append(parts, strconv.FormatInt(p50.Microseconds(), 10), strconv.FormatInt(top.Microseconds(), 10))
+	// when the terms changed after since (ms): min, p50 and max
+	slices.Sort(changed)
+	low, mid, high := time.Duration(0), time.Duration(0), time.Duration(0)
+	if len(changed) > 0 {
+		low, mid, high = changed[0], changed[len(changed)/2], changed[len(changed)-1]
+	}
+	parts = append(parts, strconv.FormatInt(low.Microseconds(), 10), strconv.FormatInt(mid.Microseconds(), 10), strconv.FormatInt(high.Microseconds(), 10))
+	return strings.Join(parts, " ")
 }
 
 // describeMember is a one-line summary of one member's inspect keys.

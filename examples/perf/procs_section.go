@@ -90,7 +90,7 @@ func measureProcs(p *plan, clusters int) (r procsRun) {
 	r.allLed = last.Sub(start)
 	p.progress("procs: %d elections: all led %.2f s after the start; settling %s, then an idle window of %s", clusters, r.allLed.Seconds(), p.idleSettle, p.procsIdle)
 	p.sleep(p.idleSettle)
-	if os.Getenv(procProfileEnv) != "" {
+	if os.Getenv(procProfileEnv) != "" && os.Getenv(procProfileCrashEnv) == "" {
 		for _, n := range c.nodes {
 			n.ask("profile", 10*time.Second)
 		}
@@ -135,10 +135,17 @@ func crashProcs(p *plan, c *procCluster) *procsCrash {
 	k.perNode = count
 	k.victim = slices.Index(count, slices.Max(count))
 	k.led = count[k.victim]
+	tallied := c.tally(k.victim, time.Time{})
+	if os.Getenv(procProfileEnv) != "" && os.Getenv(procProfileCrashEnv) != "" {
+		for _, n := range c.nodes {
+			n.ask("profile "+os.Getenv(procProfileCrashEnv), 10*time.Second)
+		}
+	}
 	killed := c.kill(k.victim)
 	c.waitAllLed(killed, p.failoverWithin)
 	// A moment more, so that a disturbance the crash caused late is seen.
 	p.sleep(2 * time.Second)
+	p.progress("procs: the survivors' failover counters over the crash: %s", c.tallyDelta(tallied, c.tally(k.victim, killed)))
 	after := c.agreements()
 	for g, a := range after {
 		was := before[g]
@@ -301,4 +308,46 @@ func crashFigure(k *procsCrash, d dist) string {
 		return fmt.Sprintf("%d of %d not led again", k.led-len(k.took), k.led)
 	}
 	return ms(d.pct(99)) + " ms"
+}
+
+// tally asks every node but skip for its failover counters (tallyKeys),
+// summed over its elections; a node that does not answer gives nil.
+func (c *procCluster) tally(skip int, since time.Time) [][]uint64 {
+	out := make([][]uint64, len(c.nodes))
+	for i, n := range c.nodes {
+		if i == skip {
+			continue
+		}
+		at := int64(0)
+		if since.IsZero() == false {
+			at = since.UnixNano()
+		}
+		reply, err := n.ask(fmt.Sprintf("tally %d", at), 30*time.Second)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(reply) {
+			v, _ := strconv.ParseUint(f, 10, 64)
+			out[i] = append(out[i], v)
+		}
+	}
+	return out
+}
+
+// tallyDelta says, per node, how much each counter moved.
+func (c *procCluster) tallyDelta(before, after [][]uint64) string {
+	var nodes []string
+	for i := range after {
+		if len(before[i]) < len(tallyKeys) || len(after[i]) < len(tallyKeys)+5 {
+			continue
+		}
+		var parts []string
+		for k, key := range tallyKeys {
+			parts = append(parts, fmt.Sprintf("%s %d", strings.TrimPrefix(key, "ergo:"), after[i][k]-before[i][k]))
+		}
+		gap := after[i][len(tallyKeys):]
+		parts = append(parts, fmt.Sprintf("leaderless gap p50 %.1f ms, max %.1f ms; terms changed %.1f / %.1f / %.1f ms after the kill", float64(gap[0])/1000, float64(gap[1])/1000, float64(gap[2])/1000, float64(gap[3])/1000, float64(gap[4])/1000))
+		nodes = append(nodes, fmt.Sprintf("node %d: %s", i+1, strings.Join(parts, ", ")))
+	}
+	return strings.Join(nodes, "; ")
 }
