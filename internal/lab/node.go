@@ -287,14 +287,7 @@ func (n *Node) signal(sig syscall.Signal) error {
 // gone. It returns the time the signal was sent.
 func (n *Node) Kill() time.Time {
 	n.c.t.Helper()
-	at := time.Now()
-	if err := n.signal(syscall.SIGKILL); err != nil {
-		n.c.t.Fatalf("lab: kill: %v", err)
-	}
-	if n.waitExit(10*time.Second) == false {
-		n.c.t.Fatalf("lab: %s did not exit within 10 s of SIGKILL", n.Name)
-	}
-	return at
+	return n.signalAndWait(syscall.SIGKILL, 10*time.Second)
 }
 
 // Terminate sends SIGTERM, as an orchestrator stopping a pod does (the
@@ -302,12 +295,19 @@ func (n *Node) Kill() time.Time {
 // exit. It returns the time the signal was sent.
 func (n *Node) Terminate() time.Time {
 	n.c.t.Helper()
+	return n.signalAndWait(syscall.SIGTERM, 30*time.Second)
+}
+
+// signalAndWait sends sig and waits up to within for the process to exit;
+// it returns the time the signal was sent.
+func (n *Node) signalAndWait(sig syscall.Signal, within time.Duration) time.Time {
+	n.c.t.Helper()
 	at := time.Now()
-	if err := n.signal(syscall.SIGTERM); err != nil {
-		n.c.t.Fatalf("lab: terminate: %v", err)
+	if err := n.signal(sig); err != nil {
+		n.c.t.Fatalf("lab: %v", err)
 	}
-	if n.waitExit(30*time.Second) == false {
-		n.c.t.Fatalf("lab: %s did not exit within 30 s of SIGTERM", n.Name)
+	if n.waitExit(within) == false {
+		n.c.t.Fatalf("lab: %s did not exit within %s of %s", n.Name, within, sig)
 	}
 	return at
 }
