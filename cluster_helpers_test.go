@@ -109,6 +109,7 @@ type clNode struct {
 	name    gen.Atom
 	node    gen.Node
 	addr    string // the acceptor, "host:port"
+	started int64  // the node's creation: Creation() reads 0 once it stopped
 	stopped bool
 	listed  bool // returned by the discovery of the other nodes
 	actors  map[gen.Atom]gen.PID
@@ -288,7 +289,7 @@ func (c *realCluster) restartNode(i int) {
 	// its first processes the old ones' PIDs. The library tells them apart
 	// (incarnations, membership.go), the callback recorder, which keys
 	// actors by PID, cannot; so the new node starts in a later second.
-	if wait := time.Until(time.Unix(old.node.Creation()+1, 0)); wait > 0 {
+	if wait := time.Until(time.Unix(old.started+1, 0)); wait > 0 {
 		time.Sleep(wait)
 	}
 	n := c.startNode(old.name)
@@ -339,7 +340,7 @@ func (c *realCluster) startNode(name gen.Atom) *clNode {
 	}
 	node, err := ergo.StartNode(name, options)
 	require.NoError(c.t, err, "start node %s", name)
-	n := &clNode{name: name, node: node, listed: true, actors: make(map[gen.Atom]gen.PID)}
+	n := &clNode{name: name, node: node, started: node.Creation(), listed: true, actors: make(map[gen.Atom]gen.PID)}
 
 	// Register the protocol before the node connects to anyone. The
 	// registry is the process's: every node after the first finds the

@@ -96,7 +96,8 @@
 //     can tell; the library installs none.
 //   - Creation is the node's start time in unix seconds (v3.3.0 node.Start),
 //     so two starts of one name within a second share it (PIDs then differ
-//     by ID only; the library's staleIncarnation allows for that).
+//     by ID only; the library's staleIncarnation allows for that), and
+//     Creation() reads 0 once the node's network is down.
 //   - Built-in registrar (internal/netstack/registrar): Nodes() and Event()
 //     behave as v3.3.0's embedded registrar (other nodes of this host and
 //     of the connected peers' hosts, self excluded, sorted; event

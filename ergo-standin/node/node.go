@@ -218,8 +218,17 @@ func (n *node) IsAlive() bool {
 	s := n.state.Load()
 	return (s == nodeRunning || s == nodeStopping) && n.netDown.Load() == false
 }
-func (n *node) PID() gen.PID                  { return n.core }
-func (n *node) Creation() int64               { return n.creation }
+func (n *node) PID() gen.PID { return n.core }
+
+// Creation is the node's start time in unix seconds, and 0 once its
+// network is down (framework: Stop clears it after NetworkStop), so code
+// that reads it from a stopped node learns nothing of its past run.
+func (n *node) Creation() int64 {
+	if n.netDown.Load() {
+		return 0
+	}
+	return n.creation
+}
 func (n *node) Uptime() int64                 { return int64(time.Since(n.started).Seconds()) }
 func (n *node) Version() gen.Version          { return n.version }
 func (n *node) FrameworkVersion() gen.Version { return n.framework }

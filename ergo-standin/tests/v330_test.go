@@ -497,6 +497,10 @@ func TestCreationIsTheStartSecond(t *testing.T) {
 		pid := second.PID()
 		second.StopForce()
 		after := time.Now()
+		if first.Creation() != 0 || second.Creation() != 0 {
+			// framework Stop: the creation is cleared after NetworkStop
+			t.Fatalf("stopped nodes report creations %d and %d, want 0", first.Creation(), second.Creation())
+		}
 		if c1 < before.Unix() || c2 > after.Unix() || pid.Creation != c2 {
 			t.Fatalf("creations %d %d outside [%d, %d] (pid %s)", c1, c2, before.Unix(), after.Unix(), pid)
 		}
