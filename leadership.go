@@ -276,6 +276,28 @@ func (e *election) leaderLost(pid gen.PID, reported time.Time, proof bool) {
 	e.armTimer(timerFast, delay)
 }
 
+// leaderWithdrawn fails over from a leader whose node the user withdrew
+// (Leave): discovery stopped listing it, most often because its pod or
+// host went away, and its down, when it comes, no longer matches a member
+// and is dropped. Without this the survivors waited out an election
+// timeout whenever their discovery was quicker than their framework (a
+// quarter of the crash rounds of TestLabFailoverUnderMembershipChurn on the
+// v3.2 branch). A Leave is a sign, never a proof: it can name a live node,
+// which is not told and goes on leading until its acting lease runs out.
+// So it counts as a lost connection (leaderLost without proof): the promise
+// ends F after the last acknowledgement, when that lease has run out.
+//
+// With AssumeSymmetricConnectionLoss a lost connection releases the
+// promise at once, because both ends see the loss; a Leave drops nothing
+// the old leader sees, so there the follower keeps its whole promise and
+// campaigns at its election timeout, as before.
+func (e *election) leaderWithdrawn(pid gen.PID) {
+	if e.cfg.assumeSymmetricLoss {
+		return
+	}
+	e.leaderLost(pid, e.now, false)
+}
+
 // fastPreVote starts the fast failover's pre-vote (leaderLost), unless the
 // follower has a leader again, is in a round already, or is in its quiet
 // period.

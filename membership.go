@@ -172,7 +172,11 @@ func (e *election) leave(node gen.Atom) {
 	delete(e.gone, node)
 	if m, ok := e.members[node]; ok {
 		delete(e.seats, node)
+		wasLeader := m.pid != (gen.PID{}) && m.pid == e.leader
 		e.remove(m, "withdrawn by Leave")
+		if wasLeader {
+			e.leaderWithdrawn(m.pid)
+		}
 	} else if _, seated := e.seats[node]; seated {
 		delete(e.seats, node)
 		e.viewChanged() // its seat may have held the floor

@@ -51,6 +51,36 @@ func TestLeaveIsStickyForOneElectionTimeout(t *testing.T) {
 	assert.Equal(t, 4, h.e.viewSize(), "after the sticky window a valid message admits it again")
 }
 
+// A Leave of the leader's node fails over as a lost connection does: a
+// fast pre-vote once the promise has ended, F after the last
+// acknowledgement, not an election timeout later (the leader's down, when
+// it comes, no longer matches a member). The opt-in keeps its whole
+// promise: a Leave is no loss the old leader sees.
+func TestLeaveOfTheLeaderFailsOverAfterThePromise(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c", "d")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	ackedAt := h.now
+	h.advance(time.Millisecond)
+	h.e.leave(node("b"))
+	h.e.takeEffects()
+	require.True(t, h.e.timers[timerFast].armed, "a fast pre-vote is due")
+	assert.False(t, h.e.timers[timerFast].due.Before(ackedAt.Add(freshness(h.e.cfg))), "not before the promise ends")
+	assert.True(t, h.e.timers[timerFast].due.Before(ackedAt.Add(h.e.cfg.electionTimeoutMin)), "well before an election timeout")
+	why, _ := h.e.grantRefusal(false, pid("c"))
+	assert.Equal(t, "promised", why, "the promise holds until F after the last acknowledgement")
+	out := h.fire(timerFast)
+	assert.Len(t, sentTo[msgPreVote](out, "c"), 1)
+	assert.Len(t, sentTo[msgPreVote](out, "b"), 0, "the withdrawn node is asked nothing")
+
+	opt := newStateHarness(t, Options{AssumeSymmetricConnectionLoss: true}, "b", "c", "d")
+	opt.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	opt.e.leave(node("b"))
+	opt.e.takeEffects()
+	assert.False(t, opt.e.timers[timerFast].armed, "the opt-in fails over on a Leave at its election timeout")
+	why, _ = opt.e.grantRefusal(false, pid("c"))
+	assert.NotEqual(t, "", why, "and keeps its whole promise")
+}
+
 func TestJoinOverridesLeave(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
 	h.e.leave(node("c"))
