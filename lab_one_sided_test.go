@@ -285,6 +285,16 @@ func labAwaitWork(t *testing.T, c *lab.Cluster, node string, term uint64, n int)
 				count++
 			}
 		}
-		return err == nil && count >= n, fmt.Sprintf("%d records (%v)", count, err)
+		if err == nil && count >= n {
+			return true, ""
+		}
+		// why a leader does not act (IsLeader false): its lease and liveness
+		why := ""
+		for i, nd := range c.Nodes() {
+			if nd.Name == node {
+				why = fmt.Sprint(labInspect(t, c, i, "ergo:state", "ergo:lease_until", "ergo:heartbeat_out_last", "ergo:liveness_hub", "ergo:liveness_carried", "ergo:unreachable"))
+			}
+		}
+		return false, fmt.Sprintf("%d records (%v); %s", count, err, why)
 	})
 }
