@@ -279,10 +279,8 @@ func (e *election) leaderLost(pid gen.PID, reported time.Time, proof bool) {
 // leaderWithdrawn fails over from a leader whose node the user withdrew
 // (Leave): discovery stopped listing it, most often because its pod or
 // host went away, and its down, when it comes, no longer matches a member
-// and is dropped. Without this the survivors waited out an election
-// timeout whenever their discovery was quicker than their framework (a
-// quarter of the crash rounds of TestLabFailoverUnderMembershipChurn on the
-// v3.2 branch). A Leave is a sign, never a proof: it can name a live node,
+// and is dropped: a discovery quicker than the framework must not cost the
+// followers an election timeout. A Leave is a sign, never a proof: it can name a live node,
 // which is not told and goes on leading until its acting lease runs out.
 // So it counts as a lost connection (leaderLost without proof): the promise
 // ends F after the last acknowledgement, when that lease has run out.
