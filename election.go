@@ -247,18 +247,19 @@ type election struct {
 	// the incarnations of the dead processes, where known (reincarnated)
 	deadIncarnations map[gen.PID]uint64
 
-	farTerms          map[gen.Atom]farTerm // terms beyond the bound, per member (corroborated)
-	farTermsBelieved  uint64               // far terms adopted because a quorum sent them
-	dropped           map[string]uint64
-	warned            map[string]time.Time // rate limit of repeated warnings (log.go)
-	longestStep       time.Duration        // measured by the actor: its worst stall
-	timerWakeups      uint64               // timers that went off (parking.go keeps idle elections from them)
-	preVoteRounds     uint64
-	fastRounds        uint64
-	deferredFailovers uint64 // fast failovers given up for a survivor ranked earlier
-	waveDelayed       uint64 // fast failovers that waited longer, in a wave of them (pacing.go)
-	handovers         uint64
-	lastHandover      string
+	farTerms             map[gen.Atom]farTerm // terms beyond the bound, per member (corroborated)
+	farTermsBelieved     uint64               // far terms adopted because a quorum sent them
+	dropped              map[string]uint64
+	warned               map[string]time.Time   // rate limit of repeated warnings (log.go)
+	otherClusterAnswered map[gen.Atom]time.Time // rate limit of answers to another ClusterID (silence.go)
+	longestStep          time.Duration          // measured by the actor: its worst stall
+	timerWakeups         uint64                 // timers that went off (parking.go keeps idle elections from them)
+	preVoteRounds        uint64
+	fastRounds           uint64
+	deferredFailovers    uint64 // fast failovers given up for a survivor ranked earlier
+	waveDelayed          uint64 // fast failovers that waited longer, in a wave of them (pacing.go)
+	handovers            uint64
+	lastHandover         string
 
 	out effects
 }
@@ -360,6 +361,7 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 			// is no reason to reset the connection (silence.go)
 			m.otherCluster, m.awaitingSince = true, time.Time{}
 		}
+		e.answerOtherCluster(from, message)
 		return true
 	case from.Node == e.self.Node:
 		// The view is keyed by node; a second actor of the same cluster on

@@ -49,6 +49,44 @@ import (
 // the other end may never see it (packets dropped) and its leader's lease
 // may still be running there.
 
+// answerOtherCluster answers a request of another ClusterID with this
+// actor's msgHelloReply, which that actor drops in turn as a mismatch and
+// so learns that this node is alive and merely in another election
+// (member.otherCluster). Without an answer, a node with a misspelt
+// ClusterID whose peers had nothing of their own to send it (followers
+// write to followers only on Join) took its peers for silent connections
+// and reset them. Replies are never answered, so two actors of different
+// ClusterIDs cannot keep each other talking; one answer per sender per half
+// ElectionTimeoutMin bounds what a flood of requests costs.
+func (e *election) answerOtherCluster(from gen.PID, message any) {
+	switch message.(type) {
+	case msgHello, msgPreVote, msgVote, msgHeartbeat:
+	default:
+		return
+	}
+	every := e.cfg.electionTimeoutMin / 2
+	if last, ok := e.otherClusterAnswered[from.Node]; ok && e.now.Sub(last) < every {
+		return
+	}
+	if e.otherClusterAnswered == nil {
+		e.otherClusterAnswered = make(map[gen.Atom]time.Time)
+	}
+	if len(e.otherClusterAnswered) >= maxWarnedKeys {
+		// keyed by sender: bounded, and an entry older than every
+		// limits nothing any more
+		for n, at := range e.otherClusterAnswered {
+			if e.now.Sub(at) >= every {
+				delete(e.otherClusterAnswered, n)
+			}
+		}
+		if len(e.otherClusterAnswered) >= maxWarnedKeys {
+			return
+		}
+	}
+	e.otherClusterAnswered[from.Node] = e.now
+	e.out.sends = append(e.out.sends, outbound{node: from.Node, to: from, message: msgHelloReply{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Incarnation: e.incarnation}})
+}
+
 // awaitAnswer notes that a request went to m.
 func (e *election) awaitAnswer(m *member) {
 	if m.awaitingSince.IsZero() && m.otherCluster == false {

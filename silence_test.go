@@ -299,3 +299,46 @@ func TestGhostSweepsResetASilentConnectionBeforeGhostTTL(t *testing.T) {
 	assert.GreaterOrEqual(t, reset.Sub(lostAt), h.e.silenceBound(), "not before c was silent for a whole bound")
 	assert.Contains(t, h.e.members, node("c"), "c is still in the view when its connection is reset")
 }
+
+// A request of another ClusterID is answered with this actor's
+// msgHelloReply, at most once per half ElectionTimeoutMin per sender, and a
+// reply is never answered; the requester drops that answer as a mismatch
+// and stops waiting for one, so it never takes a healthy peer that only
+// ignores it for a silent connection.
+func TestRequestOfAnotherClusterIsAnsweredSoItsSenderResetsNothing(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	out := h.recv("b", msgPreVote{ClusterID: "other", Term: 3, ViewSize: 3})
+	answers := sentTo[msgHelloReply](out, "b")
+	require.Len(t, answers, 1, "the request is answered")
+	assert.Equal(t, "c", answers[0].ClusterID, "with this actor's ClusterID")
+	assert.Empty(t, sentTo[msgPreVoteReply](out, "b"), "and not as a pre-vote")
+	out = h.recv("b", msgVote{ClusterID: "other", Term: 4, ViewSize: 3})
+	assert.Empty(t, sentTo[msgHelloReply](out, "b"), "not again within half ElectionTimeoutMin")
+	h.advance(h.e.cfg.electionTimeoutMin / 2)
+	out = h.recv("b", msgHello{ClusterID: "other"})
+	assert.Len(t, sentTo[msgHelloReply](out, "b"), 1, "again after it")
+	h.advance(h.e.cfg.electionTimeoutMin)
+	out = h.recv("b", msgHelloReply{ClusterID: "other"})
+	assert.Empty(t, out.sends, "a reply is not answered")
+	assert.Equal(t, uint64(0), h.e.term)
+
+	// The other side: the misspelt node asks, is answered in the other
+	// ClusterID, and waits for nothing more however long it goes on asking.
+	typo := newStateHarness(t, Options{ClusterID: "other"}, "b", "c")
+	typo.advance(typo.e.cfg.electionTimeoutMax)
+	typo.fire(timerElection)
+	require.NotZero(t, typo.e.members[node("b")].awaitingSince, "it asked b something")
+	typo.recv("b", answers[0])
+	assert.True(t, typo.e.members[node("b")].awaitingSince.IsZero(), "b answered, in its own ClusterID")
+	var resets []gen.Atom
+	for range 20 {
+		typo.advance(typo.e.cfg.electionTimeoutMax)
+		if typo.e.timers[timerElection].armed {
+			resets = append(resets, typo.fire(timerElection).reset...)
+		}
+		typo.e.findSilentConnections()
+		resets = append(resets, typo.e.takeEffects().reset...)
+	}
+	assert.NotContains(t, resets, node("b"), "b's connection is never reset")
+	assert.Contains(t, resets, node("c"), "c, which never answered, is (the rule still works)")
+}
