@@ -114,6 +114,13 @@ type slot struct {
 	boundTo     gen.PID
 	boundTerm   uint64
 	unboundFrom gen.Atom
+	unboundKey  stepKey // how the answers given during the step name it (pings.go)
+	// the key the leader's hub gave the record the hub last acknowledged
+	// for the actor, and the leader and term it was for: the election's
+	// name in that hub's answers while it is in a step
+	followKey       stepKey
+	followKeyLeader gen.PID
+	followKeyTerm   uint64
 	// needBeat asks the hub for a record of this leader's round at its
 	// next tick: a new term, a new follower, a new hub, or the first round
 	// after leading began (vouch.go)
@@ -255,8 +262,11 @@ func (s *slot) settle(acksSeen, carriedSeen uint64) sharedView {
 	defer s.mu.Unlock()
 	var pongEnd time.Time
 	if s.follow != (gen.PID{}) && s.board != nil && s.unboundFrom == "" {
-		s.unboundFrom = s.follow.Node
-		pongEnd = s.board.unbind(s.unboundFrom)
+		s.unboundFrom, s.unboundKey = s.follow.Node, stepKey{}
+		if s.followKeyLeader == s.follow && s.followKeyTerm == s.followTerm {
+			s.unboundKey = s.followKey
+		}
+		pongEnd = s.board.unbind(s.unboundFrom, s.unboundKey)
 	}
 	vouched := s.vouchedAt() // before the follow permission goes
 	if s.leading {
@@ -327,12 +337,13 @@ func (s *slot) answeredPings(list []linkPong) []linkPong {
 // pongOf returns the newest answer from l's node that counts as l's ack
 // of this leader's term: it came no earlier than the answer that carried
 // l's newest ack, with the same epoch (pings.go), though answers of newer
-// epochs may have come since. s.mu is held.
+// epochs may have come since, and it does not name this leader (its
+// follower there was in a step). s.mu is held.
 func (s *slot) pongOf(l *followerLink) (pongSeen, bool) {
 	if s.board == nil || s.leadTerm == 0 || l.epochSet == false || l.ack == 0 {
 		return pongSeen{}, false
 	}
-	p, ok := s.board.answerOf(l.node, l.epoch)
+	p, ok := s.board.answerOf(l.node, l.epoch, s.key)
 	// A ping vouches for every leader of its hub at once; one the hub
 	// stopped vouching for (it hung in a step, or stood down) is not
 	// supported by the pings sent after that, or a leader stuck in a long
@@ -367,8 +378,8 @@ func (s *slot) share(g grant) {
 		// the end of a step that withdrew a follow permission: the answers
 		// to pings count for it again only if it granted the same one
 		same := follow == s.boundTo && g.followTerm == s.boundTerm && follow != (gen.PID{})
-		s.board.rebind(s.unboundFrom, same == false)
-		s.unboundFrom = ""
+		s.board.rebind(s.unboundFrom, s.unboundKey, same == false)
+		s.unboundFrom, s.unboundKey = "", stepKey{}
 	}
 	s.follow, s.followTerm = follow, g.followTerm
 	s.boundTo, s.boundTerm = follow, g.followTerm

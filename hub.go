@@ -86,7 +86,6 @@ type hub struct {
 	byCluster  map[string][]*slot
 	// keys (routes.go): byKey finds a slot by the key this hub gave it,
 	// routes another hub's keys by the node they come from
-	nextKey      uint64
 	byKey        map[uint64]*slot
 	slotsVersion uint64 // bumped at every join and leave: routes resolve again
 	routes       map[gen.Atom]*peerRoutes
@@ -240,9 +239,16 @@ func (h *hub) add(s *slot) {
 	h.order = slices.Insert(h.order, at, s)
 	h.orderQuiet = slices.Insert(h.orderQuiet, at, cell)
 	h.byCluster[s.cluster] = append(h.byCluster[s.cluster], s)
-	h.nextKey++
-	s.key = h.nextKey
-	h.byKey[s.key] = s
+	key := h.board.newKey()
+	s.mu.Lock()
+	s.key = key
+	for i := range s.links {
+		// answers recorded before name this slot by its old key: none
+		// counts until an acknowledgement comes through this hub
+		s.links[i].epochSet = false
+	}
+	s.mu.Unlock()
+	h.byKey[key] = s
 	h.slotsVersion++
 }
 
@@ -519,7 +525,7 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 		if a := h.answers[b.node]; a != nil {
 			delete(h.answers, b.node)
 			m.Answer, m.Held, m.AckEpoch, m.Acks, m.Unserved, m.Unknown = a.ping, a.held(now), a.ackEpoch, a.acks, a.unserved, a.unknown
-			m.Epoch = h.board.answerEpoch(b.node) // last: raised if a follower of a leader there is in a step
+			m.Epoch, m.Busy = h.answerEpoch(b.node, a.to) // last: it names the followers of leaders there in a step
 		}
 		h.sendConnected(b.node, gen.ProcessID{Name: hubName, Node: b.node}, m)
 	}
@@ -666,7 +672,7 @@ func (h *hub) heard(from gen.PID) {
 func (h *hub) beats(from gen.PID, message msgBeats) {
 	if message.Answer != 0 {
 		h.acks(from, msgBeatAcks{Ping: message.Answer, Held: message.Held, Epoch: message.Epoch, AckEpoch: message.AckEpoch,
-			Acks: message.Acks, Unserved: message.Unserved, Unknown: message.Unknown})
+			Acks: message.Acks, Unserved: message.Unserved, Unknown: message.Unknown, Busy: message.Busy})
 	}
 	if message.Ping == 0 && len(message.Beats) == 0 {
 		return // an answer alone
@@ -712,6 +718,9 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 			s.setAnchor(leader, b.term, message.LeadEpoch, now, vouching)
 			answered := s.follow == leader && s.followTerm == b.term
 			if answered {
+				// how this hub's answers name the election while it is in
+				// a step (pings.go)
+				s.followKey, s.followKeyLeader, s.followKeyTerm = stepKey{hub: from, key: b.key}, leader, b.term
 				s.beatAt = now
 				// the round's F, which the follower's promise keeps after
 				// a sign of loss (election.extendFresh); the actor bounds it
@@ -763,8 +772,18 @@ func (a *pendingAnswer) held(now time.Time) uint64 {
 // sendAnswer sends an answer on its own.
 func (h *hub) sendAnswer(node gen.Atom, a *pendingAnswer) {
 	m := msgBeatAcks{Ping: a.ping, Held: a.held(h.clock()), AckEpoch: a.ackEpoch, Acks: a.acks, Unserved: a.unserved, Unknown: a.unknown}
-	m.Epoch = h.board.answerEpoch(node) // last: raised if a follower of a leader there is in a step
+	m.Epoch, m.Busy = h.answerEpoch(node, a.to) // last: it names the followers of leaders there in a step
 	h.sendConnected(node, a.to, m)
+}
+
+// answerEpoch is the Epoch and Busy of an answer to hub, node's hub, sent
+// now (pingBoard.answerEpoch).
+func (h *hub) answerEpoch(node gen.Atom, hub gen.PID) (uint64, []byte) {
+	epoch, busy := h.board.answerEpoch(node, hub)
+	if len(busy) == 0 {
+		return epoch, nil
+	}
+	return epoch, appendKeys(nil, busy...)
 }
 
 // sendConnected sends to another node only while the framework has a
@@ -796,7 +815,15 @@ func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 		// other hub's tick is not the network's, and F covers the network
 		rtt.sample(now.Sub(stamp.at) - time.Duration(min(message.Held, maxWireFresh))*time.Microsecond)
 	}
-	index := h.board.answered(peer, message.Epoch, stamp)
+	var busy []uint64
+	if len(message.Busy) > 0 {
+		r := wireReader{buf: message.Busy}
+		for k, ok := r.nextKey(); ok && len(busy) < maxBeatsPerMessage; k, ok = r.nextKey() {
+			busy = append(busy, k)
+		}
+		malformed = r.malformed
+	}
+	index := h.board.answered(peer, message.Epoch, stamp, busy)
 	if last, ok := h.lastEpoch[peer]; ok && last != message.Epoch {
 		h.resync = true // its followers must acknowledge a round again (pings.go)
 	}

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,31 +36,44 @@ import (
 //   - An election on B withdraws the hub's permission to acknowledge for it
 //     at the start of every step (coalesce.go); if it followed a leader on
 //     A, it then counts as unbound until the end of the step, and it reads
-//     pongEnd into its promise (election.pongPromise). A hub answers no
-//     ping while an election is unbound without raising the epoch first,
-//     and the end of a step raises it too unless the election grants the
-//     very same permission again (same leader, same term: it changed
-//     nothing). A new election actor raises every epoch of its node before
-//     it can grant anything (the dead process it replaces cannot).
+//     pongEnd into its promise (election.pongPromise). An answer given
+//     while an election is unbound names it (Busy: the key A's hub gave
+//     its leader's record, which the election noted with its last
+//     acknowledgement); only when the election cannot be named that way
+//     (it has acknowledged nothing through A's current hub for this
+//     leader and term) is the epoch raised first. The end of a step raises
+//     the epoch unless the election grants the very same permission again
+//     (same leader, same term: it changed nothing). A new election actor
+//     raises every epoch of its node before it can grant anything (the
+//     dead process it replaces cannot).
 //   - The leader on A counts a ping toward its acting lease, from the
 //     ping's send time for the ping's F, when the answer came no earlier
 //     than the answer carrying B's newest acknowledgement of its own round,
-//     and its epoch is the one that acknowledgement was made under
-//     (slot.answeredPings). Each hub numbers its pings from a random start,
-//     so an answer meant for a node's earlier hub matches no ping of its
-//     new one.
+//     its epoch is the one that acknowledgement was made under, and it does
+//     not name this leader's key (slot.answeredPings). Each hub numbers its
+//     pings from a random start, so an answer meant for a node's earlier
+//     hub matches no ping of its new one, and keys are unique for the
+//     node's process (pingBoard.newKey), so a name meant for one leader
+//     never clears another.
 //
 // Then every ping a leader counts for B was answered while that election on
 // B was bound to it, and its end is inside the promise that election keeps:
 // an election on B that grants anything, or follows anyone else, does so in
 // a step that read pongEnd after the last answer that could count for it.
 // The argument of docs/safety.md holds with answered pings as rounds.
+//
+// Naming rather than raising matters with many elections: with ten
+// thousand of them some election is always in a step, so an epoch raised
+// for any of them moved at every answer, no acknowledgement's epoch lasted
+// long enough to count, and every leader had to send its record again,
+// which put its followers in a step again (docs/coalescing.md).
 
 // pingBoard is one node's record of pings, shared by its hub and its
 // election actors (goroutines of one OS process, hence the mutex).
 type pingBoard struct {
 	mu    sync.Mutex
 	peers map[gen.Atom]*pingPeer
+	keys  uint64 // the last key given (newKey)
 	// the node's last hub whose end an election warned of: one warning
 	// per node, not one per election (Actor.hubDown)
 	endWarned gen.PID
@@ -80,15 +94,17 @@ func (b *pingBoard) firstToSeeHubEnd(hub gen.PID) bool {
 // pingPeer is what a board holds about one other node.
 type pingPeer struct {
 	// this node answering the pings of node's hub
-	epoch   uint64    // raised when an election here may stop following a leader on node
-	unbound int       // elections here that followed a leader on node and are in a step
+	epoch uint64 // raised when an election here may stop following a leader on node
+	// elections here that followed a leader on node and are in a step, by
+	// that leader's record key (a zero key: not known)
+	unbound map[stepKey]int
 	pongEnd time.Time // the latest end of an answered ping's F
 
 	// this node's hub pinging node's hub
 	replies uint64 // answers counted from node's hub
-	// the newest answer of each of node's recent epochs whose ping was
+	// the newest answers of each of node's recent epochs whose ping was
 	// known, the newest epoch at index (nextEpoch-1) % answerEpochs
-	byEpoch   [answerEpochs]pongSeen
+	byEpoch   [answerEpochs]epochAnswers
 	nextEpoch int
 
 	// node's hub vouching for its leaders (vouch.go)
@@ -96,12 +112,41 @@ type pingPeer struct {
 }
 
 // pongSeen is an answer to a ping: the epoch it carried, its place among
-// the answers from its node, and when the ping was sent, with its F.
+// the answers from its node, when the ping was sent, with its F, and the
+// keys of this node's leaders whose followers there were in a step when it
+// was given (it counts for none of them).
 type pongSeen struct {
 	epoch uint64
 	index uint64
 	sent  time.Time
 	fresh time.Duration
+	busy  []uint64
+}
+
+// names reports whether the answer was given while the follower of the
+// leader keyed key was in a step.
+func (a *pongSeen) names(key uint64) bool { return slices.Contains(a.busy, key) }
+
+// answersPerEpoch is how many of the newest answers of one epoch a board
+// keeps: an election named by the newest (in a step) counts the newest
+// before it that does not name it. A step longer than that many liveness
+// intervals is a stall, which the lease is for.
+const answersPerEpoch = 4
+
+// epochAnswers are the newest answers of one epoch, the newest at index
+// (n-1) % answersPerEpoch.
+type epochAnswers struct {
+	epoch  uint64
+	n      int
+	recent [answersPerEpoch]pongSeen
+}
+
+// stepKey names the election a follower here follows as the leader's
+// node's hub does: that hub, and the key it gave the leader's record
+// (routes.go). The zero key: not known.
+type stepKey struct {
+	hub gen.PID
+	key uint64
 }
 
 // pingBoards holds each running node's board (nodestate.go forgets it with
@@ -141,6 +186,16 @@ func (b *pingBoard) peer(node gen.Atom) *pingPeer {
 	return p
 }
 
+// newKey gives a hub's new slot its key: unique for this board's life, so
+// for every hub this OS process of the node runs, and an answer that names
+// a key given by the node's earlier hub names no slot of the current one.
+func (b *pingBoard) newKey() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.keys++
+	return b.keys
+}
+
 // raiseAll raises every epoch: a new election actor starts here, and no
 // answer given before may count for an election of this node any more.
 func (b *pingBoard) raiseAll() {
@@ -169,36 +224,50 @@ func (b *pingBoard) epochOf(node gen.Atom) uint64 {
 	return b.peer(node).epoch
 }
 
-// answerEpoch is the epoch an answer to node's hub carries now: raised
-// first when an election that followed a leader there is in a step.
-func (b *pingBoard) answerEpoch(node gen.Atom) uint64 {
+// answerEpoch is the epoch an answer to hub, node's hub, carries now, and
+// the keys of that hub's leaders whose followers here are in a step, which
+// the answer names. The epoch is raised first when an election in a step
+// cannot be named to hub: its key is unknown, or was given by another hub.
+func (b *pingBoard) answerEpoch(node gen.Atom, hub gen.PID) (uint64, []uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.peer(node)
-	if p.unbound > 0 {
-		p.epoch++
+	var busy []uint64
+	for k := range p.unbound {
+		if k.key == 0 || k.hub != hub {
+			p.epoch++
+			return p.epoch, nil // a new epoch: no acknowledgement made before counts it
+		}
+		busy = append(busy, k.key)
 	}
-	return p.epoch
+	return p.epoch, busy
 }
 
 // unbind counts an election that followed a leader on node as in a step,
-// and returns the end of the pings answered so far, which its promise
-// keeps.
-func (b *pingBoard) unbind(node gen.Atom) time.Time {
+// named by key, and returns the end of the pings answered so far, which
+// its promise keeps.
+func (b *pingBoard) unbind(node gen.Atom, key stepKey) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.peer(node)
-	p.unbound++
+	if p.unbound == nil {
+		p.unbound = make(map[stepKey]int)
+	}
+	p.unbound[key]++
 	return p.pongEnd
 }
 
-// rebind ends the step of an election unbind counted; raise, unless it
-// granted the same permission again.
-func (b *pingBoard) rebind(node gen.Atom, raise bool) {
+// rebind ends the step of an election unbind counted under key; raise,
+// unless it granted the same permission again.
+func (b *pingBoard) rebind(node gen.Atom, key stepKey, raise bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.peer(node)
-	p.unbound = max(p.unbound-1, 0)
+	if p.unbound[key] <= 1 {
+		delete(p.unbound, key)
+	} else {
+		p.unbound[key]--
+	}
 	if raise {
 		p.epoch++
 	}
@@ -215,9 +284,10 @@ func (b *pingBoard) rebind(node gen.Atom, raise bool) {
 const answerEpochs = 8
 
 // answered records an answer from node's hub; ping is the stamp of the
-// ping it answers (zero when it is no longer known). It returns the
-// answer's index, which the acknowledgements it carries are marked with.
-func (b *pingBoard) answered(node gen.Atom, epoch uint64, ping pingStamp) uint64 {
+// ping it answers (zero when it is no longer known), busy the keys it
+// names. It returns the answer's index, which the acknowledgements it
+// carries are marked with.
+func (b *pingBoard) answered(node gen.Atom, epoch uint64, ping pingStamp, busy []uint64) uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.peer(node)
@@ -225,21 +295,23 @@ func (b *pingBoard) answered(node gen.Atom, epoch uint64, ping pingStamp) uint64
 	if ping.at.IsZero() {
 		return p.replies
 	}
-	seen := pongSeen{epoch: epoch, index: p.replies, sent: ping.at, fresh: ping.fresh}
-	if p.nextEpoch > 0 {
-		if newest := &p.byEpoch[(p.nextEpoch-1)%answerEpochs]; newest.epoch == epoch {
-			*newest = seen
-			return p.replies
-		}
+	seen := pongSeen{epoch: epoch, index: p.replies, sent: ping.at, fresh: ping.fresh, busy: busy}
+	var e *epochAnswers
+	if p.nextEpoch > 0 && p.byEpoch[(p.nextEpoch-1)%answerEpochs].epoch == epoch {
+		e = &p.byEpoch[(p.nextEpoch-1)%answerEpochs]
+	} else {
+		e = &p.byEpoch[p.nextEpoch%answerEpochs]
+		*e = epochAnswers{epoch: epoch}
+		p.nextEpoch++
 	}
-	p.byEpoch[p.nextEpoch%answerEpochs] = seen
-	p.nextEpoch++
+	e.recent[e.n%answersPerEpoch] = seen
+	e.n++
 	return p.replies
 }
 
 // answerOf returns the newest answer from node's hub of epoch epoch whose
-// ping is known, if the board still keeps it.
-func (b *pingBoard) answerOf(node gen.Atom, epoch uint64) (pongSeen, bool) {
+// ping is known and that does not name key, if the board still keeps it.
+func (b *pingBoard) answerOf(node gen.Atom, epoch, key uint64) (pongSeen, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.peers[node]
@@ -247,9 +319,16 @@ func (b *pingBoard) answerOf(node gen.Atom, epoch uint64) (pongSeen, bool) {
 		return pongSeen{}, false
 	}
 	for i := 1; i <= min(p.nextEpoch, answerEpochs); i++ {
-		if a := p.byEpoch[(p.nextEpoch-i)%answerEpochs]; a.epoch == epoch && a.sent.IsZero() == false {
-			return a, true
+		e := &p.byEpoch[(p.nextEpoch-i)%answerEpochs]
+		if e.epoch != epoch {
+			continue
 		}
+		for j := 1; j <= min(e.n, answersPerEpoch); j++ {
+			if a := e.recent[(e.n-j)%answersPerEpoch]; a.sent.IsZero() == false && a.names(key) == false {
+				return a, true
+			}
+		}
+		return pongSeen{}, false
 	}
 	return pongSeen{}, false
 }

@@ -118,24 +118,104 @@ func TestPingsCountOnlyWhileTheFollowerIsBound(t *testing.T) {
 	assert.True(t, p.counted().Before(p.now.Add(-10*time.Millisecond)), "no ping answered after it stopped following counts")
 }
 
-// The end of a step that grants the very same permission raises no epoch;
-// any other end does, and so does an answer sent while a step is open.
-// Breaks: pings stop counting for every quiet follower (an epoch raised at
-// every step), or count across a defection (one never raised).
+// An answer sent while an election is in a step names it, and the epoch
+// stays; the epoch rises when a step ends with another permission, when
+// an election in a step cannot be named to the hub the answer goes to
+// (its key is unknown, or was given by another hub of that node), and when
+// a new actor starts. Breaks: pings stop counting for every quiet follower
+// (an epoch raised at every step: ten thousand elections never settle),
+// or count across a defection (one never raised).
 func TestTheEpochRisesWhenAFollowerMayHaveDefected(t *testing.T) {
 	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
-	start := b.answerEpoch(node("a"))
-	b.unbind(node("a"))
-	b.rebind(node("a"), false)
-	assert.Equal(t, start, b.answerEpoch(node("a")), "a step that changed nothing")
-	b.unbind(node("a"))
-	during := b.answerEpoch(node("a"))
-	assert.NotEqual(t, start, during, "an answer while a step is open")
-	b.rebind(node("a"), true)
-	assert.NotEqual(t, during, b.answerEpoch(node("a")), "a step that changed the permission")
-	last := b.answerEpoch(node("a"))
+	hubA := gen.PID{Node: node("a"), ID: 9, Creation: 1}
+	named := stepKey{hub: hubA, key: 4}
+	start, busy := b.answerEpoch(node("a"), hubA)
+	assert.Empty(t, busy)
+	b.unbind(node("a"), named)
+	during, busy := b.answerEpoch(node("a"), hubA)
+	assert.Equal(t, start, during, "an answer while a step is open keeps the epoch ...")
+	assert.Equal(t, []uint64{4}, busy, "... and names the election")
+	b.rebind(node("a"), named, false)
+	after, busy := b.answerEpoch(node("a"), hubA)
+	assert.Equal(t, start, after, "a step that changed nothing")
+	assert.Empty(t, busy, "and the election is bound again")
+
+	b.unbind(node("a"), stepKey{})
+	unknown, _ := b.answerEpoch(node("a"), hubA)
+	assert.NotEqual(t, start, unknown, "an election in a step whose key is unknown")
+	b.rebind(node("a"), stepKey{}, false)
+
+	b.unbind(node("a"), named)
+	other, _ := b.answerEpoch(node("a"), gen.PID{Node: node("a"), ID: 10, Creation: 1})
+	assert.NotEqual(t, unknown, other, "a key another hub of the node gave")
+	b.rebind(node("a"), named, true)
+	changed, _ := b.answerEpoch(node("a"), hubA)
+	assert.NotEqual(t, other, changed, "a step that changed the permission")
 	b.raiseAll()
-	assert.NotEqual(t, last, b.answerEpoch(node("a")), "a new actor on the node")
+	last, _ := b.answerEpoch(node("a"), hubA)
+	assert.NotEqual(t, changed, last, "a new actor on the node")
+	assert.Empty(t, b.peers[node("a")].unbound, "no step stays open on the board")
+}
+
+// An answer that names a leader's key counts for that leader's follower
+// not at all (the newest earlier answer of the epoch that does not name it
+// counts instead), and for every other leader as usual. Breaks: a follower
+// in the middle of granting someone else is counted as support (names
+// ignored), or every leader loses its pings whenever one follower steps.
+func TestAnAnswerNamingAFollowerInAStepCountsOnlyForTheOthers(t *testing.T) {
+	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
+	at := func(ms int) pingStamp { return pingStamp{at: t0.Add(time.Duration(ms) * time.Millisecond)} }
+	b.answered(node("b"), 7, at(0), nil)
+	b.answered(node("b"), 7, at(5), []uint64{4})
+	got, ok := b.answerOf(node("b"), 7, 5)
+	require.True(t, ok)
+	assert.Equal(t, at(5).at, got.sent, "leader 5's follower was bound: the newest answer counts")
+	got, ok = b.answerOf(node("b"), 7, 4)
+	require.True(t, ok)
+	assert.Equal(t, at(0).at, got.sent, "leader 4's follower was in a step: the answer before counts")
+	for i := range answersPerEpoch {
+		b.answered(node("b"), 7, at(10+5*i), []uint64{4})
+	}
+	_, ok = b.answerOf(node("b"), 7, 4)
+	assert.False(t, ok, "a step longer than the answers kept: nothing counts for it")
+}
+
+// Two elections between the same two nodes: while one follower is in a
+// step, the answers its hub sends count for the other election and not for
+// its own, and the epoch does not move. Breaks as the test above, through
+// the hubs and the wire.
+func TestOneFollowersStepLeavesTheOtherElectionsPingsCounting(t *testing.T) {
+	p := newPingPair(t)
+	lead2 := &slot{cluster: "d", actor: gen.PID{Node: node("a"), ID: 5, Creation: 1}, interval: p.lead.interval, beatEvery: p.lead.beatEvery, peerSilence: p.lead.peerSilence, freshCap: p.lead.freshCap, board: p.a.board}
+	follower2 := &slot{cluster: "d", actor: gen.PID{Node: node("b"), ID: 5, Creation: 1}, interval: p.lead.interval, beatEvery: p.lead.beatEvery, peerSilence: p.lead.peerSilence, freshCap: p.lead.freshCap, board: p.b.board}
+	lead2.share(grant{lead: true, leadTerm: 1, fresh: 3 * p.lead.interval, followers: map[gen.Atom]gen.PID{node("b"): follower2.actor}})
+	follower2.share(grant{follow: lead2.actor, followTerm: 1})
+	p.a.add(lead2)
+	p.b.add(follower2)
+	counted := func(s *slot, follower gen.PID) time.Time {
+		for _, pong := range s.peek(0).pongs {
+			if pong.pid == follower {
+				return pong.sent
+			}
+		}
+		return time.Time{}
+	}
+	epoch := p.tick() // the rounds of both and their acks
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.tick()
+	require.Equal(t, p.now, counted(p.lead, pid("b")))
+	require.Equal(t, p.now, counted(lead2, follower2.actor))
+
+	p.follower.settle(0, 0) // the first election's follower steps
+	before := p.now
+	p.now = p.now.Add(5 * time.Millisecond)
+	assert.Equal(t, epoch, p.tick(), "the epoch stays")
+	assert.Equal(t, before, counted(p.lead, pid("b")), "the answer does not count for the follower in a step")
+	assert.Equal(t, p.now, counted(lead2, follower2.actor), "it counts for the other")
+	p.follower.share(grant{follow: pid("a"), followTerm: 1})
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.tick()
+	assert.Equal(t, p.now, counted(p.lead, pid("b")), "bound again with the same permission: it counts again")
 }
 
 // An actor that loses its hub takes its permission back for good: the new
@@ -153,7 +233,7 @@ func TestAFollowerThatLosesItsHubStopsCounting(t *testing.T) {
 		p.tick()
 	}
 	assert.False(t, p.counted().After(lost), "nothing answered after the hub was lost counts")
-	assert.Zero(t, p.b.board.peers[node("a")].unbound, "and no step stays open on the board")
+	assert.Empty(t, p.b.board.peers[node("a")].unbound, "and no step stays open on the board")
 }
 
 // A follower bound through the hub keeps the promise of the pings its node
@@ -224,22 +304,22 @@ func TestAHubsEndIsWarnedOfOncePerNode(t *testing.T) {
 func TestTheNewestAnswerOfTheAcksEpochCounts(t *testing.T) {
 	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
 	at := func(ms int) pingStamp { return pingStamp{at: t0.Add(time.Duration(ms) * time.Millisecond)} }
-	b.answered(node("a"), 7, at(0))
-	b.answered(node("a"), 7, at(5))
-	b.answered(node("a"), 8, at(10))
-	b.answered(node("a"), 9, at(15))
-	got, ok := b.answerOf(node("a"), 7)
+	b.answered(node("a"), 7, at(0), nil)
+	b.answered(node("a"), 7, at(5), nil)
+	b.answered(node("a"), 8, at(10), nil)
+	b.answered(node("a"), 9, at(15), nil)
+	got, ok := b.answerOf(node("a"), 7, 1)
 	require.True(t, ok)
 	assert.Equal(t, at(5).at, got.sent, "the newest answer of epoch 7, after newer epochs came")
 	assert.Equal(t, uint64(2), got.index)
-	got, _ = b.answerOf(node("a"), 9)
+	got, _ = b.answerOf(node("a"), 9, 1)
 	assert.Equal(t, at(15).at, got.sent)
 	for i := range answerEpochs {
-		b.answered(node("a"), uint64(20+i), at(20+i))
+		b.answered(node("a"), uint64(20+i), at(20+i), nil)
 	}
-	_, ok = b.answerOf(node("a"), 7)
+	_, ok = b.answerOf(node("a"), 7, 1)
 	assert.False(t, ok, "an epoch the board no longer keeps")
-	_, ok = b.answerOf(node("b"), 7)
+	_, ok = b.answerOf(node("b"), 7, 1)
 	assert.False(t, ok, "a node never heard")
 }
 
@@ -252,12 +332,12 @@ func TestTheNewestAnswerOfTheAcksEpochCounts(t *testing.T) {
 // before the follower promised anything to this leader.
 func TestAnAnswerBeforeTheAckDoesNotCount(t *testing.T) {
 	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
-	b.answered(node("b"), 7, pingStamp{at: t0, fresh: 15 * time.Millisecond}) // index 1: before the ack
-	mark := b.answered(node("b"), 7, pingStamp{})                             // the ack's answer, its ping no longer known
+	b.answered(node("b"), 7, pingStamp{at: t0, fresh: 15 * time.Millisecond}, nil) // index 1: before the ack
+	mark := b.answered(node("b"), 7, pingStamp{}, nil)                             // the ack's answer, its ping no longer known
 	s := &slot{board: b, leadTerm: 1, links: []followerLink{{node: node("b"), pid: pid("b"), ack: 2, epoch: 7, mark: mark, epochSet: true}}}
 	_, ok := s.pongOf(&s.links[0])
 	assert.False(t, ok, "the answer of index 1 predates the ack of index %d", mark)
-	b.answered(node("b"), 7, pingStamp{at: t0.Add(5 * time.Millisecond), fresh: 15 * time.Millisecond})
+	b.answered(node("b"), 7, pingStamp{at: t0.Add(5 * time.Millisecond), fresh: 15 * time.Millisecond}, nil)
 	p, ok := s.pongOf(&s.links[0])
 	require.True(t, ok, "a later answer of the same epoch counts")
 	assert.Equal(t, t0.Add(5*time.Millisecond), p.sent)

@@ -175,6 +175,7 @@ type msgBeats struct {
 	Acks     []byte
 	Unserved []byte
 	Unknown  []byte
+	Busy     []byte
 }
 
 // msgBeatAcks answers msgBeats with the acknowledgements the receiving hub
@@ -193,6 +194,10 @@ type msgBeatAcks struct {
 	// to a hub that does not know them (it restarted, or forgot an idle
 	// key): their next rounds must name their elections again.
 	Unknown []byte
+	// Busy lists the keys of the pinging hub's leaders whose followers on
+	// the answering node were in a step when the answer was sent: the
+	// answer counts for none of them (pings.go).
+	Busy []byte
 }
 
 // header is what every protocol message shares.
