@@ -103,7 +103,7 @@ func TestPingsCountOnlyWhileTheFollowerIsBound(t *testing.T) {
 	// the step ends with the same permission: nothing changed
 	p.follower.share(grant{follow: pid("a"), followTerm: 1})
 	p.now = p.now.Add(5 * time.Millisecond)
-	p.tick() // full: the epoch changed, the follower acknowledges a round again
+	p.tick() // the epoch stayed: the answer no longer names the follower
 	p.now = p.now.Add(5 * time.Millisecond)
 	p.tick()
 	assert.Equal(t, p.now, p.counted(), "bound again, its pings count again")
