@@ -818,10 +818,16 @@ func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 	var busy []uint64
 	if len(message.Busy) > 0 {
 		r := wireReader{buf: message.Busy}
-		for k, ok := r.nextKey(); ok && len(busy) < maxBeatsPerMessage; k, ok = r.nextKey() {
+		for k, ok := r.nextKey(); ok; k, ok = r.nextKey() {
+			if len(busy) == maxBusyKeys {
+				stamp = pingStamp{} // it names too many to be read: it counts for nobody
+				break
+			}
 			busy = append(busy, k)
 		}
-		malformed = r.malformed
+		if r.malformed {
+			malformed, stamp = true, pingStamp{} // whom it names is not known
+		}
 	}
 	index := h.board.answered(peer, message.Epoch, stamp, busy)
 	if last, ok := h.lastEpoch[peer]; ok && last != message.Epoch {

@@ -124,8 +124,19 @@ type pongSeen struct {
 }
 
 // names reports whether the answer was given while the follower of the
-// leader keyed key was in a step.
-func (a *pongSeen) names(key uint64) bool { return slices.Contains(a.busy, key) }
+// leader keyed key was in a step. busy is sorted (answered), so that a
+// tick that looks at thousands of leaders does not scan a list of
+// thousands for each.
+func (a *pongSeen) names(key uint64) bool {
+	_, found := slices.BinarySearch(a.busy, key)
+	return found
+}
+
+// maxBusyKeys bounds the elections one answer names. An answer that would
+// name more raises the epoch instead, and one that comes naming more
+// counts for nobody: a peer cannot make a hub keep or search an unbounded
+// list, and a list cut short would count for the elections cut off.
+const maxBusyKeys = 1 << 14
 
 // answersPerEpoch is how many of the newest answers of one epoch a board
 // keeps: an election named by the newest (in a step) counts the newest
@@ -234,7 +245,7 @@ func (b *pingBoard) answerEpoch(node gen.Atom, hub gen.PID) (uint64, []uint64) {
 	p := b.peer(node)
 	var busy []uint64
 	for k := range p.unbound {
-		if k.key == 0 || k.hub != hub {
+		if k.key == 0 || k.hub != hub || len(busy) == maxBusyKeys {
 			p.epoch++
 			return p.epoch, nil // a new epoch: no acknowledgement made before counts it
 		}
@@ -295,6 +306,7 @@ func (b *pingBoard) answered(node gen.Atom, epoch uint64, ping pingStamp, busy [
 	if ping.at.IsZero() {
 		return p.replies
 	}
+	slices.Sort(busy)
 	seen := pongSeen{epoch: epoch, index: p.replies, sent: ping.at, fresh: ping.fresh, busy: busy}
 	var e *epochAnswers
 	if p.nextEpoch > 0 && p.byEpoch[(p.nextEpoch-1)%answerEpochs].epoch == epoch {

@@ -52,6 +52,11 @@ const procProfileEnv = "LEADER_PERF_NODE_PROFILES"
 // for as long as it says (a duration), or to the end.
 const procProfileCrashEnv = "LEADER_PERF_NODE_PROFILE_CRASH"
 
+// procProfileStartEnv, set with procProfileEnv, profiles the cold start
+// too: each node process writes node-N-start.pprof from its start, for as
+// long as it says (a duration).
+const procProfileStartEnv = "LEADER_PERF_NODE_PROFILE_START"
+
 // procLogEnv, when set, has every node process write its warnings to its
 // standard error as they come.
 const procLogEnv = "LEADER_PERF_NODE_LOG"
@@ -100,6 +105,19 @@ func runProc(encoded string, in io.Reader, stdout io.Writer) error {
 	index := make(map[gen.Atom]int, len(spec.Names))
 	for i, name := range spec.Names {
 		index[name] = i
+	}
+	if d, err := time.ParseDuration(os.Getenv(procProfileStartEnv)); err == nil && d > 0 {
+		if dir := os.Getenv(procProfileEnv); dir != "" {
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("node-%d-start.pprof", index[spec.Name]+1)))
+			if err != nil {
+				return err
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				f.Close()
+				return err
+			}
+			time.AfterFunc(d, func() { pprof.StopCPUProfile(); f.Close() })
+		}
 	}
 	lines := make(chan string, 1<<16)
 	go writeLines(stdout, lines)
