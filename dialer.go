@@ -32,30 +32,6 @@ type dialRequest struct {
 	Share time.Duration
 }
 
-// redialPause is how long a node waits, after it reset a silent connection,
-// before it dials the peer again: nothing for the node whose name sorts
-// first, pause for the other one.
-//
-// Why. The silent connection usually has a twin on the other side: after two
-// nodes dialed each other at the same instant, a framework with the
-// simultaneous-connect bug (v320) leaves each of them holding a connection
-// the other does not use, and each acceptor refuses a new dial while it holds
-// one. A reset on one side followed by a dial at once is refused by the
-// other, whose connection is still there, and leaves a new silent connection
-// behind: the two sides, each resetting in turn, never converge. The other
-// side finds its own connection silent and resets it within its silence
-// bound; if one of the two waits that long before it dials, the other's dial
-// finds no connection there and is accepted, and the waiting side then uses
-// that connection. Sends by name from other processes of the node still dial
-// at once: code of your own that sends to the peer all the time can keep the
-// pair from converging on such a framework version.
-func redialPause(self, peer gen.Atom, pause time.Duration) time.Duration {
-	if self < peer {
-		return 0
-	}
-	return pause
-}
-
 // dialResult reports the outcome of a dialRequest to the actor.
 type dialResult struct {
 	Node gen.Atom
@@ -100,7 +76,7 @@ func (d *dialer) ProcessRun() error {
 			if request.NoDial {
 				return
 			}
-			if pause := redialPause(d.process.Node().Name(), request.Node, request.Pause); pause > 0 {
+			if pause := request.Pause; pause > 0 {
 				// the actor keeps the node marked as being dialed meanwhile,
 				// so it asks for no other dial; sends that find a connection
 				// the peer made use it
@@ -315,7 +291,7 @@ func (a *Actor) resetConnection(node gen.Atom) {
 	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected, and the connection has brought nothing from that node for %s; "+
 		"resetting the connection (a link that drops packets, or a simultaneous connect that left both sides waiting)",
 		a.state.cfg.clusterID, node, bound, quiet.Round(time.Millisecond))
-	pause := redialPause(a.Node().Name(), node, a.state.redialHold())
+	pause := redialPause(a.Node().Name(), node, a.Node().Network().NetworkFlags(), remote.Info().NetworkFlags, a.state.redialHold())
 	connectionResets.holdRedial(a.Node(), node, a.clock().Add(pause))
 	a.askDialer(dialRequest{Node: node, Reset: true, Pause: pause})
 }

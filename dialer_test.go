@@ -131,3 +131,20 @@ func TestASharedDialThatConnectsEndsTheBackOff(t *testing.T) {
 	assert.Zero(t, m.nameBackoffUntil, "the back-off is over")
 	assert.Len(t, sentTo[msgHello](h.e.takeEffects(), "b"), 1, "and the member is probed at once")
 }
+
+// After a reset of a silent connection the node whose name sorts second
+// waits before it dials again, unless both ends advertise
+// EnableSimultaneousConnect (v3.3.0 settles crossed dials itself, so an
+// immediate dial is accepted). Breaks: on the v3.2 development branch the
+// pair resets and redials in turn without end (no pause), or on v3.3.0 a
+// silent link heals a silence bound later than it needs to (the pause kept).
+func TestRedialIsStaggeredOnlyWithoutTheSimultaneousConnectFix(t *testing.T) {
+	const pause = 900 * time.Millisecond
+	fixed := gen.NetworkFlags{Enable: true, EnableSimultaneousConnect: true}
+	older := gen.NetworkFlags{Enable: true}
+	assert.Zero(t, redialPause("b@h", "a@h", fixed, fixed, pause), "both ends settle crossed dials")
+	assert.Equal(t, pause, redialPause("b@h", "a@h", fixed, older, pause), "the peer does not")
+	assert.Equal(t, pause, redialPause("b@h", "a@h", older, fixed, pause), "this node does not")
+	assert.Zero(t, redialPause("a@h", "b@h", older, older, pause), "the smaller name dials at once")
+	assert.Equal(t, pause, redialPause("b@h", "a@h", older, older, pause), "the larger one waits")
+}

@@ -205,5 +205,7 @@
 // shared_watcher.go (watching other nodes' processes), pacing.go
 // (node-wide pacing: campaign turns, failover waves, spare losses),
 // nodestate.go (what goes when a node stops), atoms.go. The framework's
-// connections: dialer.go, silence.go. Logging: log.go; timers: timers.go.
+// connections: dialer.go, silence.go; olderframeworks.go holds what only a
+// framework older than v3.3.0 needs, off when both ends show the fix.
+// Logging: log.go; timers: timers.go.
 package leader

@@ -16,4 +16,5 @@ var DefaultNetworkFlags = NetworkFlags{
 	EnableRemoteApplicationStart: true,
 	EnableProxyAccept:            true,
 	EnableImportantDelivery:      true,
+	EnableSimultaneousConnect:    true,
 }

@@ -116,10 +116,15 @@
 //     45 s. The library detects silence itself (the connection reset after
 //     two ElectionTimeoutMax) and needs neither. Simultaneous connects end
 //     with one connection per pair as in v3.3.0 (the dial of the smaller
-//     name wins), but connection IDs are random per handshake rather than
-//     derived from the pair, and there is no EnableSimultaneousConnect
-//     flag; ERGO_STANDIN_BUGS=simultaneous-connect brings back the v320
-//     failure for tests. When both dials of a simultaneous connect get
+//     name wins) when both ends advertise EnableSimultaneousConnect (in
+//     gen.DefaultNetworkFlags, as in v3.3.0; a peer without it is admitted
+//     while this node dials), but connection IDs are random per handshake
+//     rather than derived from the pair. gen.DefaultNetworkFlags has no
+//     other v3.3.0 default the stand-in does not implement (fragmentation,
+//     clock skew, tracing, wrapped errors, keepalive stay off).
+//     ERGO_STANDIN_BUGS=simultaneous-connect brings back the v320 failure
+//     for tests, and the node then advertises no EnableSimultaneousConnect,
+//     as v320 cannot. When both dials of a simultaneous connect get
 //     through (the larger name's dial was admitted before the smaller
 //     name's arrived), the newer connection replaces the older one and
 //     what was in flight on the older one is lost, a monitor request among

@@ -56,7 +56,9 @@ func (n hsNode) StandinForce() bool   { return n.force }
 
 // StandinAdmit is asked by the accepting side once a peer dialing with a
 // full handshake has proved the cookie.
-func (n hsNode) StandinAdmit(peer gen.Atom, force bool) bool { return n.s.admit(peer, force) }
+func (n hsNode) StandinAdmit(peer gen.Atom, force, settle bool) bool {
+	return n.s.admit(peer, force || !settle)
+}
 
 // admit settles a simultaneous connect: the connection dialed by the
 // lexically smaller node name wins on both sides. A node refuses the
@@ -64,7 +66,9 @@ func (n hsNode) StandinAdmit(peer gen.Atom, force bool) bool { return n.s.admit(
 // it dialed, and its name is the smaller one; the refused peer waits for
 // that connection. If it does not arrive (the refusing node's connection
 // is stale: its peer dropped it), the peer dials again with force, and
-// force is admitted. With the v320 switch every dial is admitted here.
+// force is admitted, and so is every dial when either end does not
+// advertise EnableSimultaneousConnect (v3.3.0 detects collisions only when
+// both do). With the v320 switch every dial is admitted here.
 func (s *Stack) admit(peer gen.Atom, force bool) bool {
 	if s.bugSimultaneous || force {
 		return true

@@ -102,6 +102,9 @@ func (s *Stack) SetNetworkFlags(flags gen.NetworkFlags) {
 	if !flags.Enable {
 		flags = gen.DefaultNetworkFlags
 	}
+	if s.bugSimultaneous {
+		flags.EnableSimultaneousConnect = false
+	}
 	s.mu.Lock()
 	s.flags = flags
 	s.mu.Unlock()

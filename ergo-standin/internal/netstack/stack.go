@@ -158,6 +158,8 @@ func Start(opts Options) (*Stack, error) {
 	}
 	if s.bugSimultaneous {
 		s.log.warning("ERGO_STANDIN_BUGS: simultaneous connects are registered as in v320")
+		// v320 has no such flag: its peers cannot tell that it settles them
+		s.flags.EnableSimultaneousConnect = false
 	}
 	if s.mode == gen.NetworkModeEnabled {
 		specs := no.Acceptors
@@ -357,6 +359,9 @@ func listen(s *Stack, spec gen.AcceptorOptions) (*acceptor, error) {
 	a := &acceptor{s: s, spec: spec, hs: hs, flags: spec.Flags, maxMsg: spec.MaxMessageSize}
 	if !a.flags.Enable {
 		a.flags = hs.NetworkFlags()
+	}
+	if s.bugSimultaneous {
+		a.flags.EnableSimultaneousConnect = false
 	}
 	if spec.Cookie == "" {
 		a.cookie = s.cookie

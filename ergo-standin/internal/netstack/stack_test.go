@@ -495,3 +495,47 @@ func TestNameOnlyInProcess(t *testing.T) {
 		t.Errorf("unknown node: %v", err)
 	}
 }
+
+// TestSimultaneousConnectNeedsTheFlagOnBothEnds: as in v3.3.0, a collision
+// is detected only when both ends advertise EnableSimultaneousConnect
+// (the default); a peer that does not is admitted while this node dials,
+// and each end reports what the other advertised.
+func TestSimultaneousConnectNeedsTheFlagOnBothEnds(t *testing.T) {
+	small := startNode(t, "sim")
+	large := startNode(t, "sim")
+	if small.name > large.name {
+		small, large = large, small
+	}
+	small.routeTo(t, large)
+	large.routeTo(t, small)
+	flags := gen.DefaultNetworkFlags
+	if !flags.EnableSimultaneousConnect {
+		t.Fatal("the default flags advertise EnableSimultaneousConnect, as v3.3.0's do")
+	}
+	flags.EnableSimultaneousConnect = false
+	large.SetNetworkFlags(flags)
+	held := &dialing{done: make(chan struct{})}
+	small.mu.Lock()
+	small.dials[large.name] = held
+	small.mu.Unlock()
+	defer func() {
+		small.mu.Lock()
+		delete(small.dials, large.name)
+		close(held.done)
+		small.mu.Unlock()
+	}()
+	if err := large.SendFrame(small.name, Frame{Kind: FrameSend, Message: "from large"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the frame", func() bool { return small.rec.count() == 1 })
+	if small.log.has("simultaneous connect with " + large.name.String()) {
+		t.Error("a peer without the flag must not be refused")
+	}
+	r, err := small.Node(large.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Info().NetworkFlags.EnableSimultaneousConnect {
+		t.Error("the peer's advertised flags are reported as they came")
+	}
+}

@@ -70,7 +70,8 @@ func (h *handshake) Accept(node gen.NodeHandshake, nc net.Conn, options gen.Hand
 		return result, fmt.Errorf("incorrect digest (cookie mismatch, accept stage 'introduce')")
 	}
 
-	if a, ok := node.(admitter); ok && !a.StandinAdmit(intro.node, intro.force) {
+	if a, ok := node.(admitter); ok && !a.StandinAdmit(intro.node, intro.force,
+		options.Flags.EnableSimultaneousConnect && intro.flags.EnableSimultaneousConnect) {
 		c.writeAccept(msgAccept{status: statusKeepOwn})
 		return result, errKeepOwn
 	}

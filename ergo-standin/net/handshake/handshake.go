@@ -116,7 +116,10 @@ type (
 	// admitter decides about an authenticated peer that dials with a full
 	// handshake: false means "keep the connection this node dialed".
 	admitter interface {
-		StandinAdmit(peer gen.Atom, force bool) bool
+		// settle is true when both ends advertise
+		// EnableSimultaneousConnect: only then is a simultaneous
+		// connect detected and one dial refused, as in v3.3.0
+		StandinAdmit(peer gen.Atom, force, settle bool) bool
 	}
 	// forcer marks a dial that lost a simultaneous connect and retries.
 	forcer interface {
