@@ -313,6 +313,11 @@ type simGenNetwork struct {
 
 func (simGenNetwork) Mode() gen.NetworkMode { return gen.NetworkModeDisabled }
 
+// NetworkFlags advertise no EnableSimultaneousConnect: the simulator's
+// crossed connections are the v3.2 development branch's, so its nodes keep
+// the redial stagger that framework needs (olderframeworks.go).
+func (simGenNetwork) NetworkFlags() gen.NetworkFlags { return gen.NetworkFlags{Enable: true} }
+
 func (n simGenNetwork) Node(name gen.Atom) (gen.RemoteNode, error) {
 	if n.sim.conns[pairKey(n.self, name)] == 0 && n.sim.now.Before(n.sim.unnoticed[[2]gen.Atom{n.self, name}]) == false {
 		return nil, gen.ErrNoConnection
