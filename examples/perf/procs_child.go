@@ -96,6 +96,19 @@ func init() {
 	}
 }
 
+// startProfile starts a CPU profile written to path; stop ends it.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
 // runProc is a node process's whole life.
 func runProc(encoded string, in io.Reader, stdout io.Writer) error {
 	var spec procSpec
@@ -108,15 +121,11 @@ func runProc(encoded string, in io.Reader, stdout io.Writer) error {
 	}
 	if d, err := time.ParseDuration(os.Getenv(procProfileStartEnv)); err == nil && d > 0 {
 		if dir := os.Getenv(procProfileEnv); dir != "" {
-			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("node-%d-start.pprof", index[spec.Name]+1)))
+			stop, err := startProfile(filepath.Join(dir, fmt.Sprintf("node-%d-start.pprof", index[spec.Name]+1)))
 			if err != nil {
 				return err
 			}
-			if err := pprof.StartCPUProfile(f); err != nil {
-				f.Close()
-				return err
-			}
-			time.AfterFunc(d, func() { pprof.StopCPUProfile(); f.Close() })
+			time.AfterFunc(d, stop)
 		}
 	}
 	lines := make(chan string, 1<<16)
@@ -183,15 +192,10 @@ func runProc(encoded string, in io.Reader, stdout io.Writer) error {
 			// a CPU profile from now to the end of the process, to see
 			// where a crash's time goes (procProfileEnv)
 			if dir := os.Getenv(procProfileEnv); dir != "" {
-				f, err := os.Create(filepath.Join(dir, fmt.Sprintf("node-%d.pprof", index[spec.Name]+1)))
+				stop, err := startProfile(filepath.Join(dir, fmt.Sprintf("node-%d.pprof", index[spec.Name]+1)))
 				if err != nil {
 					return err
 				}
-				if err := pprof.StartCPUProfile(f); err != nil {
-					f.Close()
-					return err
-				}
-				stop := func() { pprof.StopCPUProfile(); f.Close() }
 				if d, err := time.ParseDuration(arg); err == nil && d > 0 {
 					// a window only: "profile 300ms"
 					time.AfterFunc(d, stop)

@@ -285,13 +285,7 @@ func TestSimultaneousConnect(t *testing.T) {
 // TestSimultaneousConnectRule makes both dials overlap for sure: the node
 // with the smaller name is held "dialing" while the other dials it.
 func TestSimultaneousConnectRule(t *testing.T) {
-	small := startNode(t, "sim")
-	large := startNode(t, "sim")
-	if small.name > large.name {
-		small, large = large, small
-	}
-	small.routeTo(t, large)
-	large.routeTo(t, small)
+	small, large := routedPair(t)
 	held := &dialing{done: make(chan struct{})}
 	small.mu.Lock()
 	small.dials[large.name] = held
@@ -326,6 +320,18 @@ func TestSimultaneousConnectRule(t *testing.T) {
 	if c, _ := large.rec.ups(small.name); c != 1 {
 		t.Errorf("large connected %d times", c)
 	}
+}
+
+// routedPair starts two nodes that route to each other, the one with the
+// smaller name first.
+func routedPair(t *testing.T) (small, large *node) {
+	small, large = startNode(t, "sim"), startNode(t, "sim")
+	if small.name > large.name {
+		small, large = large, small
+	}
+	small.routeTo(t, large)
+	large.routeTo(t, small)
+	return small, large
 }
 
 func connOf(n *node, peer gen.Atom) *conn {
@@ -501,13 +507,7 @@ func TestNameOnlyInProcess(t *testing.T) {
 // (the default); a peer that does not is admitted while this node dials,
 // and each end reports what the other advertised.
 func TestSimultaneousConnectNeedsTheFlagOnBothEnds(t *testing.T) {
-	small := startNode(t, "sim")
-	large := startNode(t, "sim")
-	if small.name > large.name {
-		small, large = large, small
-	}
-	small.routeTo(t, large)
-	large.routeTo(t, small)
+	small, large := routedPair(t)
 	flags := gen.DefaultNetworkFlags
 	if !flags.EnableSimultaneousConnect {
 		t.Fatal("the default flags advertise EnableSimultaneousConnect, as v3.3.0's do")
