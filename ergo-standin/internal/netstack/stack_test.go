@@ -286,10 +286,7 @@ func TestSimultaneousConnect(t *testing.T) {
 // with the smaller name is held "dialing" while the other dials it.
 func TestSimultaneousConnectRule(t *testing.T) {
 	small, large := routedPair(t)
-	held := &dialing{done: make(chan struct{})}
-	small.mu.Lock()
-	small.dials[large.name] = held
-	small.mu.Unlock()
+	release := holdDialing(small, large.name)
 
 	errc := make(chan error, 1)
 	go func() { errc <- large.SendFrame(small.name, Frame{Kind: FrameSend, Message: "from large"}) }()
@@ -302,10 +299,7 @@ func TestSimultaneousConnectRule(t *testing.T) {
 	default:
 	}
 	// the smaller node's own dial goes ahead and serves both senders
-	small.mu.Lock()
-	delete(small.dials, large.name)
-	close(held.done)
-	small.mu.Unlock()
+	release()
 	if err := small.SendFrame(large.name, Frame{Kind: FrameSend, Message: "from small"}); err != nil {
 		t.Fatal(err)
 	}
@@ -319,6 +313,21 @@ func TestSimultaneousConnectRule(t *testing.T) {
 	}
 	if c, _ := large.rec.ups(small.name); c != 1 {
 		t.Errorf("large connected %d times", c)
+	}
+}
+
+// holdDialing makes n look as if it were dialing peer until release is
+// called, so that a dial from peer overlaps it for sure.
+func holdDialing(n *node, peer gen.Atom) (release func()) {
+	held := &dialing{done: make(chan struct{})}
+	n.mu.Lock()
+	n.dials[peer] = held
+	n.mu.Unlock()
+	return func() {
+		n.mu.Lock()
+		delete(n.dials, peer)
+		close(held.done)
+		n.mu.Unlock()
 	}
 }
 
@@ -514,16 +523,7 @@ func TestSimultaneousConnectNeedsTheFlagOnBothEnds(t *testing.T) {
 	}
 	flags.EnableSimultaneousConnect = false
 	large.SetNetworkFlags(flags)
-	held := &dialing{done: make(chan struct{})}
-	small.mu.Lock()
-	small.dials[large.name] = held
-	small.mu.Unlock()
-	defer func() {
-		small.mu.Lock()
-		delete(small.dials, large.name)
-		close(held.done)
-		small.mu.Unlock()
-	}()
+	defer holdDialing(small, large.name)()
 	if err := large.SendFrame(small.name, Frame{Kind: FrameSend, Message: "from large"}); err != nil {
 		t.Fatal(err)
 	}
