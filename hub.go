@@ -98,8 +98,8 @@ type hub struct {
 	longestSilence time.Duration // the longest peerSilence of the slots
 	sweptAt        time.Time     // the last forgetGonePeers
 	intervalKnown  bool
-	// batchSize is the size of the last tick's msgBeats to each node: the
-	// next one's buffer starts that large
+	// batchSize is the size of the largest msgBeats sent to each node: a
+	// tick's buffer of records to that node starts that large
 	batchSize map[gen.Atom]int
 	malformed uint64 // messages from other hubs whose records did not all parse
 	// how the hub keeps up (inspect): ticks that came more than one
@@ -390,6 +390,7 @@ func (h *hub) forgetGonePeers() {
 			delete(h.peerUp, node)
 			delete(h.pingRTT, node)
 			delete(h.answers, node)
+			delete(h.batchSize, node)
 			h.board.forget(node)
 		}
 	}
@@ -613,7 +614,7 @@ func (h *hub) record(s *slot, now time.Time, batches *tickBatches) {
 		// the ClusterID goes along until that node's hub has shown it
 		// knows the key (routes.go)
 		named := l.namedBy == b.peer && b.peer != (gen.PID{})
-		b.beats = appendBeat(b.beats, s.key, s.cluster, named == false, s.leadTerm, s.actor.ID, s.round, uint64(s.fresh/time.Microsecond))
+		b.appendRecord(h, s, named)
 	}
 }
 
@@ -640,10 +641,21 @@ func (t *tickBatches) of(h *hub, node gen.Atom, now time.Time, ttl time.Duration
 		}
 	}
 	peer, known := h.peers[node]
-	size := h.batchSize[node]
 	_, err := h.process.Node().Network().Node(node)
-	*t = append(*t, nodeBatch{node: node, peer: peer.pid, peerAlive: known && now.Sub(peer.heardAt) < ttl, disconnected: err != nil, beats: make([]byte, 0, size+size/8)})
+	*t = append(*t, nodeBatch{node: node, peer: peer.pid, peerAlive: known && now.Sub(peer.heardAt) < ttl, disconnected: err != nil})
 	return &(*t)[len(*t)-1]
+}
+
+// appendRecord adds a leader's record to the batch. The buffer is made at
+// the first record, sized from the largest batch to that node so far: most
+// ticks carry pings alone, and a buffer made for every node at every tick
+// was most of what an idle hub allocated.
+func (b *nodeBatch) appendRecord(h *hub, s *slot, named bool) {
+	if b.beats == nil {
+		size := h.batchSize[b.node]
+		b.beats = make([]byte, 0, size+size/8)
+	}
+	b.beats = appendBeat(b.beats, s.key, s.cluster, named == false, s.leadTerm, s.actor.ID, s.round, uint64(s.fresh/time.Microsecond))
 }
 
 // recentStamps is how many of its newest rounds a slot keeps: a lease

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -542,4 +543,53 @@ func TestTheHubReportsTicksThatCameLate(t *testing.T) {
 	assert.Equal(t, "1", h.inspect()["ergo:hub_late_ticks"])
 	assert.Equal(t, (30 * interval).String(), h.inspect()["ergo:hub_late_max"])
 	assert.NotEmpty(t, h.inspect()["ergo:hub_tick_longest"])
+}
+
+// What a hub keeps per other node goes once that node's hub has been
+// silent for boardRetention: node names come and go (a new pod name per
+// deploy), and a table keyed by them that is never pruned grows for as long
+// as the node runs. The check walks every map of the hub keyed by a node
+// name, so a table added later is held to the same rule.
+func TestHubForgetsEverythingItKeptAboutAGoneNode(t *testing.T) {
+	leader := &slot{cluster: "c", actor: pid("a"), lead: true, leadTerm: 2, interval: 5 * time.Millisecond,
+		peerSilence: 150 * time.Millisecond, followers: map[gen.Atom]gen.PID{node("c"): pid("c")}}
+	h, _ := newTestHub(leader)
+	now := t0
+	h.clock = func() time.Time { return now }
+	h.heard(gen.PID{Node: node("c"), ID: 3, Creation: 1})
+	h.answers[node("c")] = &pendingAnswer{}
+	h.tick()
+	kept := atomKeyedMaps(h)
+	require.Contains(t, kept, "batchSize", "the tick sent c records, so the hub noted their size")
+	require.NotEmpty(t, h.board.peers, "and the board knows c")
+	h.leave(leader.actor) // c left the leader's view, and the leader the hub
+	now = now.Add(boardRetention + boardSweepEvery + time.Second)
+	h.tick()
+	for name, has := range atomKeyedMaps(h) {
+		if has[node("c")] {
+			t.Errorf("hub.%s still holds node c %v after it was silent for longer than boardRetention", name, boardRetention)
+		}
+	}
+	assert.Empty(t, h.board.peers, "the board forgot c too")
+}
+
+// atomKeyedMaps returns, for every map field of h keyed by a node name, the
+// names it holds.
+func atomKeyedMaps(h *hub) map[string]map[gen.Atom]bool {
+	found := make(map[string]map[gen.Atom]bool)
+	v := reflect.ValueOf(h).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		if f.Kind() != reflect.Map || f.Type().Key() != reflect.TypeOf(gen.Atom("")) {
+			continue
+		}
+		keys := make(map[gen.Atom]bool)
+		for _, k := range f.MapKeys() {
+			keys[gen.Atom(k.String())] = true
+		}
+		if len(keys) > 0 {
+			found[v.Type().Field(i).Name] = keys
+		}
+	}
+	return found
 }
