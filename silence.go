@@ -99,6 +99,9 @@ func (e *election) awaitAnswer(m *member) {
 func (e *election) findSilentConnections() {
 	e.watchOverdue()
 	bound := e.silenceBound()
+	if e.anyAwaiting() == false {
+		return // the usual chore: sorting every member would find nothing
+	}
 	for _, m := range append(e.sortedMembers(), e.sortedGone()...) {
 		if m.awaitingSince.IsZero() || e.now.Sub(m.lastReset) < bound {
 			continue
@@ -119,6 +122,30 @@ func (e *election) findSilentConnections() {
 		m.inboundSampledAt = time.Time{} // the silence goes on: sample the next connection too
 		e.out.reset = append(e.out.reset, m.node)
 	}
+}
+
+// anyAwaiting reports whether a member, in the view or gone, has left a
+// request unanswered.
+func (e *election) anyAwaiting() bool {
+	for _, set := range [...]map[gen.Atom]*member{e.members, e.gone} {
+		for _, m := range set {
+			if m.awaitingSince.IsZero() == false {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// anyWatchAsked reports whether a member's monitor was asked for and not
+// confirmed.
+func (e *election) anyWatchAsked() bool {
+	for _, m := range e.members {
+		if m.pid != (gen.PID{}) && m.watchAskedAt.IsZero() == false {
+			return true
+		}
+	}
+	return false
 }
 
 // choresPending reports whether a chore (findSilentConnections) has
@@ -187,6 +214,9 @@ func (e *election) monitoring(node gen.Atom) {
 // member's termination meanwhile produces no down: if its node is no
 // longer connected, it is treated as lost (dialed).
 func (e *election) watchOverdue() {
+	if e.anyWatchAsked() == false {
+		return
+	}
 	for _, m := range e.sortedMembers() {
 		if m.pid != (gen.PID{}) && m.watchAskedAt.IsZero() == false && e.now.Sub(m.watchAskedAt) >= e.cfg.electionTimeoutMin {
 			e.out.checkConnected = append(e.out.checkConnected, m.node)
