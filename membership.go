@@ -640,9 +640,21 @@ func (e *election) sortedMembers() []*member { return sortedByNode(e.members) }
 
 // sortedByNode returns the members of a map ordered by node name.
 func sortedByNode(members map[gen.Atom]*member) []*member {
-	list := make([]*member, 0, len(members))
+	return sortedWhere(members, nil)
+}
+
+// sortedWhere returns the members of a map that keep accepts (all of them
+// when keep is nil), ordered by node name. Filtering first spares the sort
+// in the usual case of a periodic check that finds nothing.
+func sortedWhere(members map[gen.Atom]*member, keep func(*member) bool) []*member {
+	var list []*member
+	if keep == nil {
+		list = make([]*member, 0, len(members))
+	}
 	for _, m := range members {
-		list = append(list, m)
+		if keep == nil || keep(m) {
+			list = append(list, m)
+		}
 	}
 	slices.SortFunc(list, func(a, b *member) int {
 		switch {

@@ -99,13 +99,8 @@ func (e *election) awaitAnswer(m *member) {
 func (e *election) findSilentConnections() {
 	e.watchOverdue()
 	bound := e.silenceBound()
-	if e.anyAwaiting() == false {
-		return // the usual chore: sorting every member would find nothing
-	}
-	for _, m := range append(e.sortedMembers(), e.sortedGone()...) {
-		if m.awaitingSince.IsZero() || e.now.Sub(m.lastReset) < bound {
-			continue
-		}
+	owed := func(m *member) bool { return m.awaitingSince.IsZero() == false && e.now.Sub(m.lastReset) >= bound }
+	for _, m := range append(sortedWhere(e.members, owed), sortedWhere(e.gone, owed)...) {
 		silent := e.now.Sub(m.awaitingSince)
 		if silent >= bound/2 && m.inboundSampledAt.Before(m.awaitingSince) {
 			m.inboundSampledAt = e.now
@@ -122,30 +117,6 @@ func (e *election) findSilentConnections() {
 		m.inboundSampledAt = time.Time{} // the silence goes on: sample the next connection too
 		e.out.reset = append(e.out.reset, m.node)
 	}
-}
-
-// anyAwaiting reports whether a member, in the view or gone, has left a
-// request unanswered.
-func (e *election) anyAwaiting() bool {
-	for _, set := range [...]map[gen.Atom]*member{e.members, e.gone} {
-		for _, m := range set {
-			if m.awaitingSince.IsZero() == false {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// anyWatchAsked reports whether a member's monitor was asked for and not
-// confirmed.
-func (e *election) anyWatchAsked() bool {
-	for _, m := range e.members {
-		if m.pid != (gen.PID{}) && m.watchAskedAt.IsZero() == false {
-			return true
-		}
-	}
-	return false
 }
 
 // choresPending reports whether a chore (findSilentConnections) has
@@ -214,13 +185,11 @@ func (e *election) monitoring(node gen.Atom) {
 // member's termination meanwhile produces no down: if its node is no
 // longer connected, it is treated as lost (dialed).
 func (e *election) watchOverdue() {
-	if e.anyWatchAsked() == false {
-		return
+	overdue := func(m *member) bool {
+		return m.pid != (gen.PID{}) && m.watchAskedAt.IsZero() == false && e.now.Sub(m.watchAskedAt) >= e.cfg.electionTimeoutMin
 	}
-	for _, m := range e.sortedMembers() {
-		if m.pid != (gen.PID{}) && m.watchAskedAt.IsZero() == false && e.now.Sub(m.watchAskedAt) >= e.cfg.electionTimeoutMin {
-			e.out.checkConnected = append(e.out.checkConnected, m.node)
-		}
+	for _, m := range sortedWhere(e.members, overdue) {
+		e.out.checkConnected = append(e.out.checkConnected, m.node)
 	}
 }
 

@@ -195,6 +195,24 @@ func (c *procCluster) cost() ([]procCost, error) {
 	return costs, nil
 }
 
+// hubCounters describes, for a progress line, each live node's CPU so
+// far and its hub's records sent and lead epochs raised: what a start that
+// does not settle spends its time on.
+func (c *procCluster) hubCounters() string {
+	costs, err := c.cost()
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for i, cost := range costs {
+		if c.nodes[i].dead {
+			continue
+		}
+		fmt.Fprintf(&b, "; node %d: CPU %.1fs, %d records, %d raises", i+1, cost.CPU.Seconds(), cost.Records, cost.Raises)
+	}
+	return b.String()
+}
+
 // heaps reads every live node's live heap after a collection.
 func (c *procCluster) heaps() []uint64 {
 	heaps := make([]uint64, len(c.nodes))
@@ -326,7 +344,7 @@ func (c *procCluster) waitAllLed(since time.Time, within time.Duration) (time.Ti
 		}
 		if time.Since(lastReport) > 10*time.Second && c.progress != nil {
 			lastReport = time.Now()
-			c.progress("%d of %d elections without an agreed leader", unled, c.groups)
+			c.progress("%d of %d elections without an agreed leader%s", unled, c.groups, c.hubCounters())
 		}
 		if time.Now().After(deadline) {
 			return time.Time{}, unled, fmt.Errorf("%d of %d elections without an agreed leader after %s", unled, c.groups, within)
