@@ -933,6 +933,9 @@ func (h *hub) inspect() map[string]string {
 		// or hang in steps longer than their grace
 		"ergo:hub_records":      strconv.FormatUint(h.records, 10),
 		"ergo:hub_vouch_raises": strconv.FormatUint(h.raises, 10),
+		// answer epochs raised (pings.go): each makes the leaders of
+		// that node resync their followers here
+		"ergo:hub_answer_raises": strconv.FormatUint(h.board.raisedSoFar(), 10),
 	}
 }
 

@@ -74,6 +74,10 @@ type pingBoard struct {
 	mu    sync.Mutex
 	peers map[gen.Atom]*pingPeer
 	keys  uint64 // the last key given (newKey)
+	// epochs raised so far, over every node (inspect): each makes the
+	// leaders there resync, so a count that keeps growing on an idle node
+	// means its elections keep changing what they follow
+	raised uint64
 	// the node's last hub whose end an election warned of: one warning
 	// per node, not one per election (Actor.hubDown)
 	endWarned gen.PID
@@ -207,12 +211,20 @@ func (b *pingBoard) newKey() uint64 {
 	return b.keys
 }
 
+// raisedSoFar is how many epochs the board raised.
+func (b *pingBoard) raisedSoFar() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.raised
+}
+
 // raiseAll raises every epoch: a new election actor starts here, and no
 // answer given before may count for an election of this node any more.
 func (b *pingBoard) raiseAll() {
 	b.mu.Lock()
 	for _, p := range b.peers {
 		p.epoch++
+		b.raised++
 	}
 	b.mu.Unlock()
 }
@@ -247,6 +259,7 @@ func (b *pingBoard) answerEpoch(node gen.Atom, hub gen.PID) (uint64, []uint64) {
 	for k := range p.unbound {
 		if k.key == 0 || k.hub != hub || len(busy) == maxBusyKeys {
 			p.epoch++
+			b.raised++
 			return p.epoch, nil // a new epoch: no acknowledgement made before counts it
 		}
 		busy = append(busy, k.key)
@@ -281,6 +294,7 @@ func (b *pingBoard) rebind(node gen.Atom, key stepKey, raise bool) {
 	}
 	if raise {
 		p.epoch++
+		b.raised++
 	}
 }
 

@@ -155,6 +155,7 @@ func TestTheEpochRisesWhenAFollowerMayHaveDefected(t *testing.T) {
 	last, _ := b.answerEpoch(node("a"), hubA)
 	assert.NotEqual(t, changed, last, "a new actor on the node")
 	assert.Empty(t, b.peers[node("a")].unbound, "no step stays open on the board")
+	assert.Equal(t, last-start, b.raisedSoFar(), "every raise is counted for the operator (ergo:hub_answer_raises)")
 }
 
 // An answer that names a leader's key counts for that leader's follower

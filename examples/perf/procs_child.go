@@ -84,6 +84,7 @@ type procCost struct {
 	// the node's liveness hub (its inspect keys): leaders' records sent
 	// and lead epochs raised so far
 	Records, Raises uint64
+	AnswerRaises    uint64 // answer epochs raised (pings.go)
 }
 
 func init() {
@@ -169,9 +170,10 @@ func runProc(encoded string, in io.Reader, stdout io.Writer) error {
 				}
 			}
 			if hub, err := node.ProcessPID(hubRegistered); err == nil {
-				if info, err := node.Inspect(hub, "ergo:hub_records", "ergo:hub_vouch_raises"); err == nil {
+				if info, err := node.Inspect(hub, "ergo:hub_records", "ergo:hub_vouch_raises", "ergo:hub_answer_raises"); err == nil {
 					c.Records, _ = strconv.ParseUint(info["ergo:hub_records"], 10, 64)
 					c.Raises, _ = strconv.ParseUint(info["ergo:hub_vouch_raises"], 10, 64)
+					c.AnswerRaises, _ = strconv.ParseUint(info["ergo:hub_answer_raises"], 10, 64)
 				}
 			}
 			encoded, _ := json.Marshal(c)
