@@ -196,7 +196,7 @@ func (c *procCluster) cost() ([]procCost, error) {
 }
 
 // hubCounters describes, for a progress line, each live node's CPU so
-// far and its hub's records sent and epochs raised: what a start that
+// far and its hub's records sent, epochs raised and late ticks: what a start that
 // does not settle spends its time on.
 func (c *procCluster) hubCounters() string {
 	costs, err := c.cost()
@@ -208,7 +208,8 @@ func (c *procCluster) hubCounters() string {
 		if c.nodes[i].dead {
 			continue
 		}
-		fmt.Fprintf(&b, "; node %d: CPU %.1fs, %d records, %d lead and %d answer epochs raised", i+1, cost.CPU.Seconds(), cost.Records, cost.Raises, cost.AnswerRaises)
+		fmt.Fprintf(&b, "; node %d: CPU %.1fs, %d records, %d lead and %d answer epochs raised, %d late ticks (latest %s)",
+			i+1, cost.CPU.Seconds(), cost.Records, cost.Raises, cost.AnswerRaises, cost.LateTicks, cost.LateMax.Round(time.Millisecond))
 	}
 	return b.String()
 }

@@ -85,6 +85,10 @@ type procCost struct {
 	// and lead epochs raised so far
 	Records, Raises uint64
 	AnswerRaises    uint64 // answer epochs raised (pings.go)
+	// hub ticks that came more than an interval late so far, and the
+	// latest any came
+	LateTicks uint64
+	LateMax   time.Duration
 }
 
 func init() {
@@ -170,10 +174,12 @@ func runProc(encoded string, in io.Reader, stdout io.Writer) error {
 				}
 			}
 			if hub, err := node.ProcessPID(hubRegistered); err == nil {
-				if info, err := node.Inspect(hub, "ergo:hub_records", "ergo:hub_vouch_raises", "ergo:hub_answer_raises"); err == nil {
+				if info, err := node.Inspect(hub, "ergo:hub_records", "ergo:hub_vouch_raises", "ergo:hub_answer_raises", "ergo:hub_late_ticks", "ergo:hub_late_max"); err == nil {
 					c.Records, _ = strconv.ParseUint(info["ergo:hub_records"], 10, 64)
 					c.Raises, _ = strconv.ParseUint(info["ergo:hub_vouch_raises"], 10, 64)
 					c.AnswerRaises, _ = strconv.ParseUint(info["ergo:hub_answer_raises"], 10, 64)
+					c.LateTicks, _ = strconv.ParseUint(info["ergo:hub_late_ticks"], 10, 64)
+					c.LateMax, _ = time.ParseDuration(info["ergo:hub_late_max"])
 				}
 			}
 			encoded, _ := json.Marshal(c)
