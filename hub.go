@@ -355,10 +355,12 @@ func (h *hub) tick() {
 // noteLateness records how late a tick came. A tick later than an interval
 // means that the hub's process waited for the CPU (or was stalled): every
 // election's rounds and acknowledgements on this node came that much late,
-// which is how leases run out on a node that is too busy.
+// which is how leases run out on a node that is too busy. The board
+// tells the node's campaign admission, which backs off (pacing.go).
 func (h *hub) noteLateness(late time.Duration) {
 	if late > h.interval() {
 		h.lateTicks++
+		h.board.noteLate(h.clock())
 	}
 	h.lateMax = max(h.lateMax, late)
 }

@@ -537,9 +537,11 @@ func TestTheHubReportsTicksThatCameLate(t *testing.T) {
 	h.tick()
 	assert.Equal(t, "0", h.inspect()["ergo:hub_late_ticks"])
 	assert.Equal(t, (interval / 2).String(), h.inspect()["ergo:hub_late_max"])
+	assert.False(t, h.board.lateWithin(now, time.Hour), "campaign admission is not told of a tick on time")
 
 	now = h.nextTick.Add(30 * interval) // the CPU went elsewhere
 	h.tick()
+	assert.True(t, h.board.lateWithin(now, interval), "campaign admission is told (pacing.go)")
 	assert.Equal(t, "1", h.inspect()["ergo:hub_late_ticks"])
 	assert.Equal(t, (30 * interval).String(), h.inspect()["ergo:hub_late_max"])
 	assert.NotEmpty(t, h.inspect()["ergo:hub_tick_longest"])

@@ -53,7 +53,17 @@ import (
 //   - a turn expires after turnHold, so an election that terminated without
 //     giving its turn back (a killed process) keeps nobody waiting for long,
 //     and an election that waits looks at the gate again after turnHold
-//     whether or not its turn message came.
+//     whether or not its turn message came;
+//   - while the node is overloaded, at most campaignsWhenLate elections hold
+//     a turn: the node's liveness hub ticked more than an interval late
+//     within the last turnHold (the board's noteLate). A late tick means the
+//     node's goroutines wait for the CPU; past the holding lease the node's
+//     leaders stand down, their elections campaign again, and the campaigns
+//     keep the CPU saturated. With 10,000 elections on three node processes
+//     of two cores the hubs ticked up to 1.6 s late from the first seconds
+//     and the start never settled; backing off, it settled, and then held
+//     with no leader change (docs/coalescing.md). Waiting only delays a
+//     campaign, as every rule of the gate does.
 //
 // Only the campaigns an election timeout starts take turns. A fast failover
 // (the leader's down was observed: one campaign per election, ordered across
@@ -66,6 +76,10 @@ import (
 // One election alone on a node never waits. The gate is per node of an OS
 // process (the gen.Node), shared by every election on it whatever its
 // ClusterID, and is dropped when nobody holds or waits for a turn.
+
+// campaignsWhenLate is how many elections of an overloaded node may
+// campaign at once on election timeouts (the gate's rules above).
+const campaignsWhenLate = 2
 
 // campaignsInFlight is how many elections of one node may campaign at once
 // on election timeouts. With 32, a cold start of 3,000 elections on 3 nodes
@@ -102,6 +116,9 @@ type campaignGate struct {
 	issued  uint64
 	limit   int  // turns; tests set their own (Actor.turnLimit)
 	dropped bool // forgotten while idle: whoever got it asks again
+	// the node's ping board, whose late ticks make the gate back off; nil
+	// in unit tests of the gate alone
+	board *pingBoard
 }
 
 var campaignGates = struct {
@@ -116,7 +133,7 @@ func lockGate(node gen.Node, limit int) *campaignGate {
 		campaignGates.Lock()
 		g, ok := campaignGates.byNode[node]
 		if ok == false {
-			g = &campaignGate{node: node, holders: make(map[gen.PID]turn), tickets: make(map[gen.PID]uint64)}
+			g = &campaignGate{node: node, holders: make(map[gen.PID]turn), tickets: make(map[gen.PID]uint64), board: boardOf(node)}
 			campaignGates.byNode[node] = g
 		}
 		campaignGates.Unlock()
@@ -157,7 +174,7 @@ func (g *campaignGate) acquire(pid gen.PID, now time.Time, hold time.Duration) (
 		delete(g.holders, pid)
 		wake = g.handOn(now, hold, wake)
 	}
-	if len(g.holders) < g.limit && len(g.tickets) == 0 {
+	if len(g.holders) < g.turns(now, hold) && len(g.tickets) == 0 {
 		g.holders[pid] = turn{until: now.Add(hold)}
 		return true, wake
 	}
@@ -190,7 +207,8 @@ func (g *campaignGate) expire(now time.Time, hold time.Duration, wake []gen.PID)
 // handOn gives free turns to the waiters, first come first served; g.mu
 // is held.
 func (g *campaignGate) handOn(now time.Time, hold time.Duration, wake []gen.PID) []gen.PID {
-	for len(g.holders) < g.limit && len(g.queue) > 0 {
+	limit := g.turns(now, hold)
+	for len(g.holders) < limit && len(g.queue) > 0 {
 		next := g.queue[0]
 		g.queue = g.queue[1:]
 		if ticket, ok := g.tickets[next.pid]; ok == false || ticket != next.ticket {
@@ -204,6 +222,16 @@ func (g *campaignGate) handOn(now time.Time, hold time.Duration, wake []gen.PID)
 		g.queue = nil // only left places remain: let them go
 	}
 	return wake
+}
+
+// turns is how many turns the gate hands out now: its limit, or at most
+// campaignsWhenLate while the node's hub ticked late within hold; g.mu is
+// held.
+func (g *campaignGate) turns(now time.Time, hold time.Duration) int {
+	if g.board != nil && g.board.lateWithin(now, hold) {
+		return min(g.limit, campaignsWhenLate)
+	}
+	return g.limit
 }
 
 // dropIfIdle forgets a gate nobody holds or waits for, so that nodes that

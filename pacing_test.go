@@ -25,6 +25,7 @@ func newGateNode(t *testing.T) gen.Node {
 		campaignGates.Lock()
 		delete(campaignGates.byNode, n)
 		campaignGates.Unlock()
+		forgetBoard(n)
 	})
 	return n
 }
@@ -52,6 +53,34 @@ func TestGateHandsOutAtMostItsTurnsAndQueuesTheRest(t *testing.T) {
 	assert.Empty(t, wake)
 	ok, _ = node.acquire(gatePID(5), t0, hold)
 	assert.False(t, ok, "a newcomer does not overtake the queue")
+}
+
+// While the node's liveness hub ticks late, the gate hands out at most
+// campaignsWhenLate turns; once no tick came late for a turn hold, its
+// whole limit again, first to those who waited. Breaks: an overloaded node
+// keeps admitting campaigns, its hubs tick later still, its leaders' leases
+// run out, and 10,000 elections on three node processes never settle.
+func TestGateBacksOffWhileTheNodesHubTicksLate(t *testing.T) {
+	n := newGateNode(t)
+	node, hold := nodeTurns{node: n, limit: campaignsWhenLate + 2}, time.Second
+	boardOf(n).noteLate(t0)
+	id := uint64(0)
+	for ; id < campaignsWhenLate; id++ {
+		ok, _ := node.acquire(gatePID(id+1), t0, hold)
+		assert.True(t, ok, "election %d: a turn while the node is late", id+1)
+	}
+	ok, _ := node.acquire(gatePID(id+1), t0.Add(hold/2), hold)
+	assert.False(t, ok, "no more than campaignsWhenLate while the late tick is recent")
+
+	later := t0.Add(hold)
+	wake := node.release(gatePID(1), later, hold)
+	assert.Equal(t, []gen.PID{gatePID(id + 1)}, wake, "a hold after the late tick, the waiter gets a turn")
+	for next := id + 2; next <= campaignsWhenLate+3; next++ { // 2 and id+1 hold the other two
+		ok, _ := node.acquire(gatePID(next), later, hold)
+		assert.True(t, ok, "election %d: the whole limit again", next)
+	}
+	ok, _ = node.acquire(gatePID(99), later, hold)
+	assert.False(t, ok, "and no more than the limit")
 }
 
 func TestGateSendsARetryToTheBackOfTheQueue(t *testing.T) {

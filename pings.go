@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -74,6 +75,10 @@ type pingBoard struct {
 	mu    sync.Mutex
 	peers map[gen.Atom]*pingPeer
 	keys  uint64 // the last key given (newKey)
+	// lateAt is when the node's hub last ticked more than an interval
+	// late, in unix nanoseconds on the hub's clock: the node's processes
+	// wait for the CPU, and campaign admission backs off (pacing.go)
+	lateAt atomic.Int64
 	// epochs raised so far, over every node (inspect): each makes the
 	// leaders there resync, so a count that keeps growing on an idle node
 	// means its elections keep changing what they follow
@@ -209,6 +214,16 @@ func (b *pingBoard) newKey() uint64 {
 	defer b.mu.Unlock()
 	b.keys++
 	return b.keys
+}
+
+// noteLate records that the node's hub ticked late at at.
+func (b *pingBoard) noteLate(at time.Time) { b.lateAt.Store(at.UnixNano()) }
+
+// lateWithin reports whether the node's hub ticked late within d before
+// now.
+func (b *pingBoard) lateWithin(now time.Time, d time.Duration) bool {
+	at := b.lateAt.Load()
+	return at != 0 && now.UnixNano()-at < int64(d)
 }
 
 // raisedSoFar is how many epochs the board raised.
