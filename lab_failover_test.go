@@ -212,6 +212,7 @@ func labRequireNoOverlaps(t *testing.T, c *lab.Cluster) {
 		t.Errorf("overlapping leader-only work: %s", o)
 	}
 	if len(overlaps) > 0 {
+		c.Failed(fmt.Sprintf("%d overlaps of leader-only work, the first: %s", len(overlaps), overlaps[0]))
 		records, _ := lab.ReadWorkLog(c.WorkLog())
 		t.Fatalf("%d overlaps of leader-only work; work log:\n%s", len(overlaps), lab.WorkSummary(records))
 	}

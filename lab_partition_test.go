@@ -37,6 +37,7 @@ func labPartitionWalkthrough(t *testing.T, mode lab.CutMode) {
 		a, term := s.AwaitAgreement(labConverge, all...)
 		labAwaitViews(s.Cluster, labConverge, 5, all...)
 		settled := time.Now()
+		s.expectLeaseKept(a)
 
 		rest := s.All(a)
 		rand.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
@@ -76,6 +77,7 @@ func labPartitionWalkthrough(t *testing.T, mode lab.CutMode) {
 				s.Node(a).Name, term, s.Node(leader).Name, after))
 		}
 		s.noLeaderSince(splitAt, "the heal may not change the leader")
+		s.expectLeaseKept(-1)
 
 		// The leader on the wrong side.
 		x := rest[rand.IntN(len(rest))]
@@ -136,6 +138,7 @@ func labPreVoteRejoin(t *testing.T) {
 		leader, term := s.AwaitAgreement(labConverge, all...)
 		labAwaitViews(s.Cluster, labConverge, 5, all...)
 		settled := time.Now()
+		s.expectLeaseKept(leader)
 		leaderName := s.Node(leader).Name
 
 		followers := s.All(leader)

@@ -128,7 +128,22 @@ type labScenario struct {
 	// tolerance is the longest scheduling stall of a node process that
 	// the scenario's timings are meant to absorb (ElectionTimeoutMin / 2).
 	tolerance time.Duration
+	// keeper, when set, is the index plus one of the leader whose lease
+	// the scenario's checks assume it keeps (expectLeaseKept).
+	keeper int
 }
+
+// expectLeaseKept says that the checks that follow assume node i, which
+// leads, keeps its lease: what they rule out (someone outranking it, a
+// leader change) is what pre-vote and the promises prevent while it does.
+// If its lease runs out anyway and no stall of a node process explains
+// it, its quorum's acknowledgements came later than the lease allows:
+// delay, which these scenarios do not inject but a loaded box does (the
+// race detector in five node processes beside other test packages), and
+// the attempt is inconclusive rather than failed. A bug that made the
+// leader lose its lease every time would still fail every attempt.
+// i < 0 ends the assumption.
+func (s *labScenario) expectLeaseKept(i int) { s.keeper = i + 1 }
 
 // labInconclusive is what an attempt reports when a disruption it was
 // meant to rule out happened while a node process was not scheduled.
@@ -184,6 +199,12 @@ func (s *labScenario) disrupted(since time.Time, message string) {
 	if worst >= s.tolerance {
 		panic(labInconclusive{why: fmt.Sprintf("%s was not scheduled for %s (tolerance %s): %s", who, labMs(worst), labMs(s.tolerance), message)})
 	}
+	if s.keeper > 0 {
+		if lapsed := s.LogLines(s.keeper-1, since, "its lease ran out"); len(lapsed) > 0 {
+			panic(labInconclusive{why: fmt.Sprintf("the leader's lease ran out, so what the check assumes did not hold: %s (%s)", lapsed[0], message)})
+		}
+	}
+	s.Failed(message)
 	s.t.Fatalf("%s (worst stall of a node process meanwhile: %s on %s)\n%s", message, labMs(worst), who, s.Describe())
 }
 

@@ -47,8 +47,9 @@ type Cluster struct {
 	worklog string
 	nodes   []*Node
 
-	mu     sync.Mutex
-	events []Event
+	mu       sync.Mutex
+	events   []Event
+	failures []string // Failed's messages, restated after the node logs
 
 	closeOnce sync.Once
 }
@@ -301,6 +302,21 @@ func (c *Cluster) teardown() {
 			}
 		}
 	}
+	c.mu.Lock()
+	failures := c.failures
+	c.mu.Unlock()
+	for _, f := range failures {
+		c.t.Logf("lab: the failure reported above the node logs: %s", f)
+	}
+}
+
+// Failed notes why the test is about to fail: the cluster's teardown
+// states it again after the node logs, so that it is the last thing the
+// test prints (CI shows the end of a failed test's output).
+func (c *Cluster) Failed(why string) {
+	c.mu.Lock()
+	c.failures = append(c.failures, why)
+	c.mu.Unlock()
 }
 
 func tail(path string, lines int) string {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -62,4 +63,40 @@ func (c *Cluster) ConnectionEnds(i int, since time.Time) map[string]time.Time {
 		}
 	}
 	return ends
+}
+
+// logLine is the start of every log line of a node process: its time, in
+// either format, and its level.
+var logLine = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}|\d{16,20}) \[`)
+
+// LogLines returns the lines of node i's log (its current incarnation),
+// written at or after since, that contain text. A test uses it to tell
+// why something happened that its assertion did not expect, for example
+// that a leader stepped down because its lease ran out rather than
+// because it was outranked.
+func (c *Cluster) LogLines(i int, since time.Time, text string) []string {
+	n := c.nodes[i]
+	n.mu.Lock()
+	path := n.logFile(n.incarnation)
+	n.mu.Unlock()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	floor := since.Truncate(time.Millisecond)
+	lines := bufio.NewScanner(f)
+	lines.Buffer(make([]byte, 64<<10), 1<<20)
+	for lines.Scan() {
+		line := lines.Text()
+		m := logLine.FindStringSubmatch(line)
+		if m == nil || strings.Contains(line, text) == false {
+			continue
+		}
+		if at, err := lineTime(m[1]); err == nil && at.Before(floor) == false {
+			out = append(out, line)
+		}
+	}
+	return out
 }
