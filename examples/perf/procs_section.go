@@ -141,8 +141,13 @@ func crashProcs(p *plan, c *procCluster) *procsCrash {
 			n.ask("profile "+os.Getenv(procProfileCrashEnv), 10*time.Second)
 		}
 	}
+	pre, _ := c.cost()
 	killed := c.kill(k.victim)
 	c.waitAllLed(killed, p.failoverWithin)
+	if post, err := c.cost(); err == nil && pre != nil {
+		p.progress("procs: the survivors' CPU from the kill until all were led (and up to 150 ms of polling after): %s over %s",
+			survivorsCPU(pre, post, k.victim), time.Since(killed).Round(time.Millisecond))
+	}
 	// A moment more, so that a disturbance the crash caused late is seen.
 	p.sleep(2 * time.Second)
 	p.progress("procs: the survivors' failover counters over the crash: %s", c.tallyDelta(tallied, c.tally(k.victim, killed)))
@@ -166,6 +171,18 @@ func crashProcs(p *plan, c *procCluster) *procsCrash {
 		}
 	}
 	return k
+}
+
+// survivorsCPU describes the CPU each node but victim spent between two
+// readings: whether a crash wave waits for the CPU or for something else.
+func survivorsCPU(pre, post []procCost, victim int) string {
+	var parts []string
+	for i := range post {
+		if i != victim {
+			parts = append(parts, fmt.Sprintf("node %d %s", i+1, (post[i].CPU-pre[i].CPU).Round(100*time.Microsecond)))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cpuShare is node i's CPU in the idle window, as a share of one core.
