@@ -587,6 +587,12 @@ func (e *election) handlePreVote(m *member, req msgPreVote) {
 		reply.Leader = supported
 	case req.ViewSize+req.Seats < e.cfg.minClusterSize:
 		// the candidate could not be eligible under the floor
+	case req.Pledge == false && e.hearsLeader():
+		// leader stickiness: a campaign its own election timeout started
+		// (not a fast failover, which asks for pledges) gets no help from
+		// a follower that still hears its leader (hearsLeader)
+		e.drop("leader_heard")
+		reply.Leader = e.leader
 	case e.failingOverFast() && e.rankedBefore(e.self.Node, m.node):
 		// both lost the leader; the requester is ranked after this node
 		// and defers to it (fastFailoverDelay, deferToRanked)
@@ -599,6 +605,26 @@ func (e *election) handlePreVote(m *member, req msgPreVote) {
 		reply.Pledged = e.offerPledge(m, req)
 	}
 	e.reply(m, reply)
+}
+
+// hearsLeader reports whether this node follows a leader it heard within
+// ElectionTimeoutMin: a heartbeat, a round the hubs carried, or a ping of
+// the leader's hub vouching for it (vouch.go). Its promise may have ended
+// sooner: with nothing new to acknowledge, an idle follower's promise is
+// the pings its node answered, F long (pings.go), and a ping or two late
+// under load ends it while the leader leads on. A node cut off for a while
+// and back (the rejoin pre-vote exists for) then found such a follower
+// ready to grant, won a term and unseated a leader nobody had lost. This
+// refuses more and grants nothing, so it costs no safety; a leader really
+// gone is no longer heard ElectionTimeoutMin later, no later than the
+// followers' own election timeouts, and a fast failover does not wait for
+// it (handlePreVote exempts the pre-votes that ask for pledges).
+func (e *election) hearsLeader() bool {
+	if e.role != roleFollower || e.leader == (gen.PID{}) {
+		return false
+	}
+	m, ok := e.members[e.leader.Node]
+	return ok && m.pid == e.leader && e.now.Sub(m.lastHeard) < e.cfg.electionTimeoutMin
 }
 
 func (e *election) handlePreVoteReply(m *member, reply msgPreVoteReply) {

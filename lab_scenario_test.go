@@ -180,6 +180,11 @@ func labRetry(t *testing.T, cfg lab.Config, tm labTimings, scenario func(s *labS
 			}()
 			scenario(s)
 		}()
+		if why != "" {
+			// inconclusive about what the attempt measured, never about
+			// safety: its work log is checked all the same
+			labRequireNoOverlaps(t, s.Cluster)
+		}
 		s.Close()
 		if why == "" {
 			return
