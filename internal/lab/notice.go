@@ -36,32 +36,19 @@ func lineTime(text string) (time.Time, error) {
 // cannot parse are skipped, and a framework that logs no such line yields
 // nothing.
 func (c *Cluster) ConnectionEnds(i int, since time.Time) map[string]time.Time {
-	n := c.nodes[i]
-	n.mu.Lock()
-	path := n.logFile(n.incarnation)
-	n.mu.Unlock()
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
 	ends := make(map[string]time.Time)
-	floor := since.Truncate(time.Millisecond)
-	lines := bufio.NewScanner(f)
-	lines.Buffer(make([]byte, 64<<10), 1<<20)
-	for lines.Scan() {
-		m := connectionEndLine.FindStringSubmatch(lines.Text())
+	c.scanLog(i, since, func(line string) {
+		m := connectionEndLine.FindStringSubmatch(line)
 		if m == nil {
-			continue
+			return
 		}
-		at, err := lineTime(m[1])
-		if err != nil || at.Before(floor) {
-			continue
+		if _, seen := ends[m[2]]; seen {
+			return
 		}
-		if _, seen := ends[m[2]]; seen == false {
+		if at, err := lineTime(m[1]); err == nil {
 			ends[m[2]] = at
 		}
-	}
+	})
 	return ends
 }
 
@@ -75,28 +62,39 @@ var logLine = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}|\d{16,
 // that a leader stepped down because its lease ran out rather than
 // because it was outranked.
 func (c *Cluster) LogLines(i int, since time.Time, text string) []string {
+	var out []string
+	c.scanLog(i, since, func(line string) {
+		if strings.Contains(line, text) {
+			out = append(out, line)
+		}
+	})
+	return out
+}
+
+// scanLog calls fn with every line of node i's log (its current
+// incarnation) written at or after since, in order; a line whose time it
+// cannot read is skipped.
+func (c *Cluster) scanLog(i int, since time.Time, fn func(line string)) {
 	n := c.nodes[i]
 	n.mu.Lock()
 	path := n.logFile(n.incarnation)
 	n.mu.Unlock()
 	f, err := os.Open(path)
 	if err != nil {
-		return nil
+		return
 	}
 	defer f.Close()
-	var out []string
 	floor := since.Truncate(time.Millisecond)
 	lines := bufio.NewScanner(f)
 	lines.Buffer(make([]byte, 64<<10), 1<<20)
 	for lines.Scan() {
 		line := lines.Text()
 		m := logLine.FindStringSubmatch(line)
-		if m == nil || strings.Contains(line, text) == false {
+		if m == nil {
 			continue
 		}
 		if at, err := lineTime(m[1]); err == nil && at.Before(floor) == false {
-			out = append(out, line)
+			fn(line)
 		}
 	}
-	return out
 }
