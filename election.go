@@ -396,6 +396,14 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	}
 
 	m := e.heard(from, nameOf(message))
+	// a greeting first: whether this is a restart decides how many
+	// members' terms settle the floor that the term below feeds
+	switch msg := message.(type) {
+	case msgHello:
+		e.greetedBy(m, from, msg.Incarnation, msg.Knew != 0 && msg.Knew != e.incarnation)
+	case msgHelloReply:
+		e.greetedBy(m, from, msg.Incarnation, msg.Restarted)
+	}
 	e.toldViewSize(m.node, viewSizeOf(message))
 	if _, request := message.(msgVote); request && h.term > 0 {
 		// a candidate's term is the one it asks for, not one it held
@@ -411,14 +419,8 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 	}
 	switch msg := message.(type) {
 	case msgHello:
-		e.heardIncarnation(m, from, msg.Incarnation)
 		e.reply(m, msgHelloReply{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, Restarted: m.predecessor, ViewSize: e.viewSize(), Incarnation: e.incarnation})
 	case msgHelloReply:
-		e.heardIncarnation(m, from, msg.Incarnation)
-		if msg.Restarted && e.restarted == false {
-			e.restarted = true
-			e.recheckFloor()
-		}
 		e.staleReply(h)
 	case msgPreVote:
 		e.handlePreVote(m, msg)
@@ -661,7 +663,7 @@ func (e *election) introduceTo(leader gen.PID) {
 	if m, ok := e.members[leader.Node]; ok && m.pid == leader {
 		return
 	}
-	e.out.sends = append(e.out.sends, outbound{node: leader.Node, to: leader, message: msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Incarnation: e.incarnation}})
+	e.out.sends = append(e.out.sends, outbound{node: leader.Node, to: leader, message: e.helloTo(leader.Node)})
 }
 
 func (e *election) handleVote(m *member, req msgVote) {

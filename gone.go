@@ -77,7 +77,7 @@ func (e *election) sweepGone() {
 		e.out.probeGone = append(e.out.probeGone, outbound{
 			node:    g.node,
 			to:      gen.ProcessID{Name: g.name, Node: g.node},
-			message: msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Incarnation: e.incarnation},
+			message: e.helloTo(g.node),
 		})
 	}
 }

@@ -84,6 +84,11 @@ func TestLabARestartWithAPartialViewWinsNoTermTwice(t *testing.T) {
 	for time.Since(restartedAt) < 2*time.Second {
 		time.Sleep(50 * time.Millisecond)
 	}
+	// C and D knew E's earlier process, and one of them must have said so
+	// (a Hello reply, or its own Hello when it found E first)
+	if lines := c.LogLines(e, restartedAt.Add(-time.Second), "knew an earlier process of this node"); len(lines) == 0 {
+		t.Errorf("%s never learned that it restarted", eName)
+	}
 	winners := map[uint64]map[string]bool{}
 	for _, ev := range c.Events() {
 		if ev.Kind != "leader" {

@@ -90,7 +90,12 @@ func (e *election) inQuietPeriod() bool {
 // too few to be a quorum (a view of one) needs none.
 //
 // That strict floor is for restarts, which the peers recognise (they knew
-// an earlier process of the node: msgHelloReply.Restarted). On a first start
+// an earlier process of the node: msgHelloReply.Restarted, msgHello.Knew).
+// A member's term counts toward settling the floor only once the member
+// has greeted this process (a Hello or a Hello reply, which carries its
+// word on that): a restarted actor that its peers reached first, by their
+// pre-votes or probes, must not settle the lenient floor of a first start
+// before the peers that knew its earlier process could say so. On a first start
 // nothing was won before, and a floor from a quorum counting this node (one
 // member fewer) keeps a majority able to elect while the rest of a new
 // cluster is still starting.
@@ -160,10 +165,9 @@ func (e *election) recheckFloor() {
 		if e.floorReady() == false {
 			// ask: a follower whose leader's rounds come through the hub
 			// hears nobody's term otherwise
-			hello := msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Incarnation: e.incarnation}
 			for _, m := range e.sortedMembers() {
 				if m.pid != (gen.PID{}) {
-					e.send(m, hello)
+					e.send(m, e.helloTo(m.node))
 				}
 			}
 			e.armGhostTimer() // and again until it settles (askFloor)
@@ -196,12 +200,15 @@ func (e *election) floorReady() bool {
 	heard := 0
 	floor := e.floorTerm
 	for node, term := range e.floorTerms {
-		_, member := e.members[node]
+		m, member := e.members[node]
 		_, seated := e.seats[node] // stopped gracefully: its last term counts as any member's
-		if member || seated {
+		switch {
+		case member && m.greeted == false:
+			floor = max(floor, term) // a bound all the same, but no word on a restart yet
+		case member || seated:
 			heard++
 			floor = max(floor, term)
-		} else {
+		default:
 			delete(e.floorTerms, node) // bounded by the view
 		}
 	}
@@ -223,9 +230,22 @@ func (e *election) askFloor() {
 		return
 	}
 	for _, m := range e.sortedMembers() {
-		if _, heard := e.floorTerms[m.node]; heard == false && e.now.Before(m.nextProbe) == false {
+		if m.greeted == false && e.now.Before(m.nextProbe) == false {
 			e.probe(m)
 		}
+	}
+}
+
+// greetedBy records m's Hello or Hello reply: its process's incarnation,
+// and its word on whether it knew an earlier process of this node
+// (restart), which makes this node's term floor the strict one.
+func (e *election) greetedBy(m *member, from gen.PID, incarnation uint64, restart bool) {
+	e.heardIncarnation(m, from, incarnation)
+	m.greeted = true
+	if restart && e.restarted == false {
+		e.restarted = true
+		e.logf(levelInfo, "peer %s knew an earlier process of this node: this is a restart, so the term floor needs the terms of a quorum of the other members", m.node)
+		e.recheckFloor()
 	}
 }
 

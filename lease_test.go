@@ -150,6 +150,40 @@ func TestARestartedActorWithAPartialViewSettlesNoFloor(t *testing.T) {
 	assert.Equal(t, uint64(6), h.e.floorTerm)
 }
 
+// Rule 4: a restarted actor that its peers reach before it greets them
+// (their pre-votes by name, before its own discovery lists them) takes
+// no floor from terms alone: each member must first say whether it knew an
+// earlier process of this node, and the one that did makes this a restart
+// through its Hello (msgHello.Knew), whose floor then needs a quorum of
+// the other members. The lab's TestLabARestartWithAPartialViewWinsNoTermTwice
+// failed this way.
+func TestARestartFoundByItsPeersFirstWaitsForTheirWord(t *testing.T) {
+	h := newStateHarness(t, Options{}, "c")
+	h.freshStart()
+	h.recv("c", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 5})
+	h.recv("d", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 5})
+	h.now = h.e.startedAt.Add(quietPeriod(h.e.cfg))
+	h.e.now = h.now
+	assert.False(t, h.e.floorReady(), "two members' terms without their word on a restart settle nothing")
+	h.recv("c", msgHello{ClusterID: "c", Term: 1, ViewSize: 5, Incarnation: 9, Knew: h.e.incarnation + 1})
+	assert.True(t, h.e.restarted, "c knew another incarnation of this node")
+	h.recv("d", msgHelloReply{ClusterID: "c", Term: 1, ViewSize: 5, Incarnation: 8})
+	assert.False(t, h.e.floorReady(), "a restart in a view of five needs three others")
+	h.recv("b", msgHello{ClusterID: "c", Term: 2, ViewSize: 5, Incarnation: 7, Knew: h.e.incarnation})
+	assert.True(t, h.e.floorReady())
+	assert.Equal(t, uint64(2), h.e.floorTerm)
+}
+
+// A Hello names the incarnation the sender knew of the receiver, and one
+// naming the receiver's own incarnation is no restart.
+func TestAHelloNamesTheIncarnationItKnew(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b")
+	h.recv("b", msgHello{ClusterID: "c", Term: 1, Incarnation: 42, Knew: h.e.incarnation})
+	assert.False(t, h.e.restarted)
+	assert.Equal(t, uint64(42), h.e.helloTo(node("b")).Knew)
+	assert.Equal(t, uint64(0), h.e.helloTo(node("z")).Knew, "a node never met")
+}
+
 // Rule 4: the floor opens again when a larger view is reported after it
 // settled, and settles again once enough members were heard.
 func TestTheFloorOpensAgainWhenTheViewGrows(t *testing.T) {

@@ -39,7 +39,10 @@ type member struct {
 	ackTerm          uint64    // term of its last heartbeat ack: up to date for a handover
 	ackRound         uint64    // newest round of this leader's term it acknowledged (lease.go)
 	predecessor      bool      // its current process replaced one this node knew (a restart)
-	awaitingSince    time.Time // first request sent since it last answered anything (silence.go)
+	// greeted: its current process sent a Hello or a Hello reply, which
+	// says whether it knew an earlier process of this node (lease.go)
+	greeted       bool
+	awaitingSince time.Time // first request sent since it last answered anything (silence.go)
 	// otherCluster: its node's last protocol message carried another
 	// ClusterID; it owes no answer, and its silence is no reason to reset
 	// a connection (silence.go)
@@ -132,7 +135,17 @@ func (e *election) join(peer gen.ProcessID) {
 // discovery loop calling Join on a gone node does not dial it on every tick.
 func (e *election) probe(m *member) {
 	m.nextProbe = e.now.Add(e.probeSpacing(m))
-	e.send(m, msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Incarnation: e.incarnation})
+	e.send(m, e.helloTo(m.node))
+}
+
+// helloTo is the Hello for node, naming the incarnation of its actor that
+// this node last knew (msgHello.Knew).
+func (e *election) helloTo(node gen.Atom) msgHello {
+	knew := e.departed[node].incarnation
+	if m, ok := e.members[node]; ok {
+		knew = m.incarnation
+	}
+	return msgHello{ClusterID: e.cfg.clusterID, Term: e.term, Name: e.selfName, ViewSize: e.viewSize(), Incarnation: e.incarnation, Knew: knew}
 }
 
 // maxProbeBackoff caps the doubling of the Hello spacing for a member never
@@ -261,6 +274,7 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 			// a new member, or a restarted process: news for the behavior;
 			// the same process coming back after a blip is not
 			m.predecessor = m.knownPID != (gen.PID{})
+			m.greeted = false
 			m.knownPID = from
 			m.processSeen = e.now
 			e.out.joined = append(e.out.joined, from)
@@ -352,6 +366,7 @@ func (e *election) heardIncarnation(m *member, from gen.PID, incarnation uint64)
 	}
 	if m.incarnation != 0 && m.incarnation != incarnation && m.knownPID == from {
 		m.predecessor = true
+		m.greeted = false
 		m.processSeen = e.now
 		e.out.joined = append(e.out.joined, from)
 	}

@@ -48,8 +48,9 @@ type checker struct {
 
 	leaderOfTerm map[uint64]leadership
 	votes        map[string]map[uint64]gen.PID
-	// unvouched holds the votes an incarnation granted while it took
-	// itself for a first start: no member it heard knew an earlier one
+	// unvouched holds the votes an incarnation granted while no node it
+	// had heard from had heard from an earlier incarnation of its node
+	// (vouched): nothing could have told it that it restarted
 	unvouched map[string]map[uint64]bool
 
 	leaderChanges int // distinct (term, incarnation) leaderships seen
@@ -367,12 +368,31 @@ func (c *checker) recordVote(b *simActor, term uint64, to gen.PID) {
 		c.fail("%s: voted for %s and then %s in term %d", b.inc, previous.Node, to.Node, term)
 	}
 	votes[term] = to
-	if b.state.restarted == false {
+	if c.vouched(b) == false {
 		if c.unvouched[b.inc] == nil {
 			c.unvouched[b.inc] = make(map[uint64]bool)
 		}
 		c.unvouched[b.inc][term] = true
 	}
+}
+
+// vouched reports whether some node incarnation that b's node has heard
+// from since b's start had heard from an earlier incarnation of b's node:
+// the ground truth of whether b could know it restarted, whatever b
+// itself concluded (its election's restarted flag is what is under test).
+func (c *checker) vouched(b *simActor) bool {
+	self := b.PID()
+	for k := range c.s.heard {
+		if k.node != self.Node || k.creation != self.Creation || k.from == self.Node {
+			continue
+		}
+		for j := range c.s.heard {
+			if j.node == k.from && j.creation == k.fromCreation && j.from == self.Node && j.fromCreation < self.Creation {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // actorOf returns the live incarnation whose process is pid.

@@ -108,6 +108,10 @@ type simulator struct {
 	// messages that arrived over each directed link, per connection epoch:
 	// RemoteNodeInfo.MessagesIn of the receiving end
 	arrived map[simArrivalKey]uint64
+	// heard holds which node incarnations a node incarnation received
+	// messages from: the ground truth of who could have told whom of an
+	// earlier incarnation (checker.vouched)
+	heard map[simHeardKey]struct{}
 
 	nodes map[gen.Atom]*simNode
 	// nodesMu guards nodes and their alive flags against readers outside
@@ -161,6 +165,7 @@ func newSimulator(seed uint64, network simNetwork) *simulator {
 		unnoticed:  make(map[[2]gen.Atom]time.Time),
 		deadEpochs: make(map[uint64]bool),
 		arrived:    make(map[simArrivalKey]uint64),
+		heard:      make(map[simHeardKey]struct{}),
 		nodes:      make(map[gen.Atom]*simNode),
 		monitors:   make(map[gen.PID]map[gen.PID]bool),
 		nodeMons:   make(map[gen.PID]map[gen.Atom]bool),
@@ -444,6 +449,9 @@ func (s *simulator) send(from gen.PID, to any, message any) error {
 				return // the connection it travelled on is gone
 			}
 			s.arrived[simArrivalKey{from: from.Node, to: dst, epoch: epoch}]++
+			if n := s.nodes[dst]; n != nil {
+				s.heard[simHeardKey{node: dst, creation: n.creation, from: from.Node, fromCreation: from.Creation}] = struct{}{}
+			}
 			if p := s.process(to); p != nil {
 				s.note("deliver %s", desc)
 				p.push(p.mailbox.Main, gen.MailboxMessageTypeRegular, from, message)
@@ -451,6 +459,15 @@ func (s *simulator) send(from gen.PID, to any, message any) error {
 		})
 	}
 	return nil
+}
+
+// simHeardKey is one node incarnation having received a message from
+// another (simulator.heard).
+type simHeardKey struct {
+	node         gen.Atom
+	creation     int64
+	from         gen.Atom
+	fromCreation int64
 }
 
 // stragglerSpacing is the stretch of a link's time that stragglerRate is

@@ -23,6 +23,12 @@ type msgHello struct {
 	// framework's one-second creation resolution may give its new actor
 	// the PID of the old one, and this tells the two apart (isDead)
 	Incarnation uint64
+	// Knew is the incarnation of the receiver's actor that the sender last
+	// knew, zero if none. Another one than the receiver's own tells the
+	// receiver it is a restart, as msgHelloReply.Restarted does: a
+	// restarted actor that its peers find before it greets them learns it
+	// from their Hellos (lease.go, the term floor).
+	Knew uint64
 }
 
 // msgHelloReply answers msgHello.
