@@ -85,6 +85,7 @@ func TestFreshActorGrantsNothingDuringItsQuietPeriod(t *testing.T) {
 	assert.Empty(t, sentTo[msgPreVote](out, "b"), "no campaign during the quiet period: its own vote is a grant too")
 
 	h.now = h.e.startedAt.Add(h.e.quietPeriod())
+	h.recv("b", msgHelloReply{ClusterID: "c", Term: 1, ViewSize: 3}) // Join's Hello answered: the floor's word
 	out = h.recv("b", msgVote{ClusterID: "c", Term: 2, ViewSize: 3})
 	assert.True(t, sentTo[msgVoteReply](out, "b")[0].Granted, "after the quiet period it votes again")
 }
