@@ -292,8 +292,10 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 		a.state.joinPeer(a.clock(), peer)
 	}
 	a.pendingJoins = nil
+	// The timers are armed by the first ProcessRun, which the framework
+	// runs right after Init: it registers the PID only when Init has
+	// returned, and a timer that fired before would be refused and lost.
 	err = a.flush()
-	a.syncTimers()
 	if err != nil && a.retained {
 		// the framework runs no ProcessTerminate for a failed init
 		a.retained = false
@@ -346,6 +348,7 @@ func (a *Actor) ProcessRun() (reason error) {
 		a.events.tried = true
 		a.registerEvent()
 		a.joinHub()
+		a.syncTimers()
 	}
 	for {
 		if a.State() != gen.ProcessStateRunning {

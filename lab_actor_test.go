@@ -212,7 +212,10 @@ func (a *labActor) Init(args ...any) (Options, error) {
 	a.every = time.Duration(max(c.ParamInt(labParamDiscover, 100), 0)) * time.Millisecond
 	a.listed = make(map[gen.Atom]bool)
 	a.unlisted = make(map[gen.Atom]bool)
-	if _, err := a.SendAfter(a.PID(), labTick{}, a.tick); err != nil {
+	// a Send to itself, not a SendAfter: the framework registers the PID
+	// only after Init, and a SendAfter that fired before is lost, and with
+	// it every later tick
+	if err := a.Send(a.PID(), labTick{}); err != nil {
 		return Options{}, err
 	}
 	return Options{

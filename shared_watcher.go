@@ -56,7 +56,7 @@ func (a *Actor) sharedWatcher(node gen.Atom) (gen.PID, bool) {
 		}
 	}
 	if err == nil {
-		err = a.Monitor(pid)
+		err = a.monitorStarting(name, pid)
 	}
 	if err != nil {
 		a.Log().Warning("leader %q: cannot use the node's shared watcher of %s (%s); this election watches its members there with a process of its own", a.state.cfg.clusterID, node, err)
@@ -68,6 +68,31 @@ func (a *Actor) sharedWatcher(node gen.Atom) (gen.PID, bool) {
 	a.sharedWatchers[pid] = true
 	return pid, true
 }
+
+// monitorStarting monitors pid, the process registered as name, waiting
+// out its initialization. The framework registers a name before the
+// process's Init runs and its PID only after, so an election that finds
+// the watcher another one on this node is starting (many elections start
+// together) is refused a monitor with ErrProcessUnknown for the
+// microseconds the watcher's Init takes. Falling back to a private watcher
+// then would leave a node with a watcher per election.
+func (a *Actor) monitorStarting(name gen.Atom, pid gen.PID) error {
+	deadline := time.Now().Add(watcherStartWait)
+	for {
+		err := a.Monitor(pid)
+		if errors.Is(err, gen.ErrProcessUnknown) == false || time.Now().After(deadline) {
+			return err
+		}
+		if now, _ := a.Node().ProcessPID(name); now != pid {
+			return err // it failed to start, or another process took the name
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// watcherStartWait bounds monitorStarting: a watcher's Init only reads its
+// arguments.
+const watcherStartWait = 100 * time.Millisecond
 
 // sharedWatcherDown handles the down of a shared watcher: the actor asks
 // the next one, after the pause a stopping watcher leaves the other node

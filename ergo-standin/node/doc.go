@@ -144,10 +144,16 @@
 //     then. The library resets such a connection itself well before (its
 //     silence check), so it meets neither limit. The library sees none of
 //     this.
-//   - Looser state checks outside links and monitors: Call, RegisterName
-//     and CreateAlias also work in Init, Send also in WaitResponse
-//     (framework: Call, RegisterName, CreateAlias only while Running; Send in
-//     Init, Running or Terminated). The library must not depend on them.
+//   - As in the framework, a process's PID is registered only when its Init
+//     has returned (its name, given to SpawnRegister, before): a message,
+//     a monitor, a link or a Call's answer for the PID of a process in Init
+//     finds no process (gen.ErrProcessUnknown), so a Call made in Init times
+//     out, RegisterName in Init fails, and a SendAfter to itself that fires
+//     during Init is lost; the process's own Send to itself is queued.
+//   - Looser state checks outside links and monitors: CreateAlias also
+//     works in Init, Send also in WaitResponse (framework: CreateAlias only
+//     while Running; Send in Init, Running or Terminated). The library must
+//     not depend on them.
 //   - Sending to a local PID of an older incarnation is
 //     gen.ErrProcessIncarnation (framework: gen.ErrProcessUnknown).
 //   - A full mailbox refuses a message; ProcessFallback is not applied.

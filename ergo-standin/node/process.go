@@ -448,8 +448,22 @@ func (n *node) Kill(pid gen.PID) error {
 	}
 }
 
-// localProcess looks up a live local process by PID.
+// localProcess looks up a live local process by PID. A process still in
+// ProcessInit is not found: the framework registers a PID only when its
+// initialization succeeded (its name, in Register, is taken before), so a
+// message to the PID of a process in Init, including a SendAfter to
+// itself that fires then, is refused with ErrProcessUnknown and lost. Only
+// the process's own Send to itself is queued (processOrSelf).
 func (n *node) localProcess(pid gen.PID) (*process, error) {
+	p, err := n.localProcessAny(pid)
+	if err == nil && p.getState() == gen.ProcessStateInit {
+		return nil, gen.ErrProcessUnknown
+	}
+	return p, err
+}
+
+// localProcessAny is localProcess that also finds a process in Init.
+func (n *node) localProcessAny(pid gen.PID) (*process, error) {
 	if pid.Node != n.name {
 		return nil, gen.ErrProcessUnknown
 	}

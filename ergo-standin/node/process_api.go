@@ -102,6 +102,17 @@ func (p *process) SendWithPriority(to any, message any, priority gen.MessagePrio
 	if !p.canAct() && p.getState() != gen.ProcessStateTerminated {
 		return gen.ErrNotAllowed
 	}
+	if pid, ok := to.(gen.PID); ok && pid == p.pid && p.getState() == gen.ProcessStateInit {
+		// the framework queues a message a process in Init sends to
+		// itself, which its PID could not reach yet (localProcess)
+		m := gen.TakeMailboxMessage()
+		m.From, m.Type, m.Target, m.Message = p.pid, gen.MailboxMessageTypeRegular, nil, message
+		if err := p.push(priority, m); err != nil {
+			return err
+		}
+		p.messagesOut.Add(1)
+		return nil
+	}
 	if err := p.node.routeSend(p.pid, to, message, priority); err != nil {
 		return err
 	}

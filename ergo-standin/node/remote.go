@@ -25,7 +25,7 @@ func (n *node) HandleFrame(peer gen.Atom, creation int64, f netstack.Frame) {
 
 	case netstack.FrameResponse, netstack.FrameReply:
 		if to, ok := f.To.(gen.PID); ok {
-			n.waiters.deliver(to, f.Ref, response{value: f.Message, err: f.Err})
+			n.deliverResponse(to, f.Ref, response{value: f.Message, err: f.Err})
 		}
 
 	case netstack.FrameMonitor, netstack.FrameLink:

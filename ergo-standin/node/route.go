@@ -146,12 +146,22 @@ func (n *node) call(from gen.PID, to any, request any, priority gen.MessagePrior
 // routeResponse answers a request; responses nobody waits for are dropped.
 func (n *node) routeResponse(from, to gen.PID, ref gen.Ref, value any, err error) error {
 	if to.Node == n.name {
-		n.waiters.deliver(to, ref, response{value: value, err: err})
-		return nil
+		return n.deliverResponse(to, ref, response{value: value, err: err})
 	}
 	return n.remote(to.Node, netstack.Frame{
 		Kind: netstack.FrameResponse, From: from, To: to, Ref: ref, Message: value, Err: err,
 	})
+}
+
+// deliverResponse hands a response to the call waiting for it. A process
+// still in Init is not registered yet in the framework, which finds no
+// process to answer: a Call made in Init times out (localProcess).
+func (n *node) deliverResponse(to gen.PID, ref gen.Ref, r response) error {
+	if p, err := n.localProcessAny(to); err == nil && p.getState() == gen.ProcessStateInit {
+		return gen.ErrProcessUnknown
+	}
+	n.waiters.deliver(to, ref, r)
+	return nil
 }
 
 // deliverExit pushes an exit signal onto the Urgent queue of p.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"ergo.services/ergo/gen"
 )
@@ -13,14 +14,26 @@ func TestInitCanActAndKind(t *testing.T) {
 	out := make(chan any, 10)
 	server, _ := n.Spawn(newProbe(out), gen.ProcessOptions{})
 	initFn := func(p *probe) error {
-		if err := p.RegisterName("from-init"); err != nil {
-			return err
+		// as in the framework, a PID is registered only after its Init
+		// succeeded, and a name is given to a registered PID: naming
+		// itself in Init finds no process (SpawnRegister names it)
+		if err := p.RegisterName("from-init"); !errors.Is(err, gen.ErrProcessUnknown) {
+			return fmt.Errorf("register name in init: %v", err)
 		}
 		// as in the framework, links and monitors need the Running state
 		if err := p.Monitor(server); !errors.Is(err, gen.ErrNotAllowed) {
 			return fmt.Errorf("monitor in init: %v", err)
 		}
-		if _, err := p.Call(server, "in init"); err != nil {
+		// as in the framework, a PID is registered only after its Init:
+		// the answer to a Call made in Init finds no process, and the
+		// Call times out
+		if _, err := p.CallWithTimeout(server, "in init", 1); !errors.Is(err, gen.ErrTimeout) {
+			return fmt.Errorf("call in init: %v", err)
+		}
+		if err := p.Send(p.PID(), "to itself"); err != nil {
+			return fmt.Errorf("send to itself in init: %v", err)
+		}
+		if _, err := p.SendAfter(p.PID(), "lost", 0); err != nil {
 			return err
 		}
 		if p.State() != gen.ProcessStateInit {
@@ -28,12 +41,26 @@ func TestInitCanActAndKind(t *testing.T) {
 		}
 		return p.SetProcessKind("candidate")
 	}
-	pid, err := n.Spawn(newProbe(make(chan any, 10)), gen.ProcessOptions{}, initFn)
+	self := make(chan any, 10)
+	pid, err := n.SpawnRegister("from-init", newProbe(self), gen.ProcessOptions{}, initFn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := n.ProcessPID("from-init"); got != pid {
-		t.Fatalf("name registered in init: %s", got)
+		t.Fatalf("name registered by SpawnRegister: %s", got)
+	}
+	select {
+	case m := <-self:
+		if m != "to itself" {
+			t.Fatalf("first message after init: %v, want the one it sent itself in Init", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the message it sent itself in Init never came")
+	}
+	select {
+	case m := <-self:
+		t.Fatalf("a SendAfter that fired during Init reached it: %v", m)
+	case <-time.After(100 * time.Millisecond):
 	}
 	info, err := n.ProcessInfo(pid)
 	if err != nil || info.Kind != "candidate" || len(info.MonitorsPID) != 0 {
