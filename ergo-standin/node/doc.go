@@ -60,10 +60,10 @@
 //   - A relation request for a target that is not on the receiving node is
 //     answered gen.ErrProcessUnknown (the framework would route it on). The
 //     sender always addresses the target's own node.
-//   - Kill during ProcessInit works (ProcessInit runs in its own goroutine
-//     under InitTimeout, with the process registered; on timeout Spawn
-//     returns gen.ErrTimeout and the process is unregistered); the spawn
-//     then fails. A second Kill of a zombee does nothing (the framework
+//   - ProcessInit runs in its own goroutine under InitTimeout; on timeout
+//     Spawn returns gen.ErrTimeout and the name is released. Kill of a
+//     process in Init is gen.ErrProcessUnknown, as in the framework, whose
+//     PID is not registered yet. A second Kill of a zombee does nothing (the framework
 //     unregisters it and runs ProcessTerminate concurrently with the running
 //     callback).
 //   - StopForce waits (up to NodeOptions.ShutdownTimeout, a stand-in option)
