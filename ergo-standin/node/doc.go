@@ -150,6 +150,13 @@
 //     finds no process (gen.ErrProcessUnknown), so a Call made in Init times
 //     out, RegisterName in Init fails, and a SendAfter to itself that fires
 //     during Init is lost; the process's own Send to itself is queued.
+//     One difference is left: Stop's shutdown exit also reaches a process
+//     still in Init (the framework's reaches registered processes only, so
+//     a process in Init then, or spawned after, keeps the node's Stop
+//     waiting for it). The library starts node-level helpers (the shared
+//     watcher, the liveness hub) from an election's step, which may run
+//     while its node begins to stop; that the helpers end with the last
+//     election is not yet so, and the difference may hide it.
 //   - Looser state checks outside links and monitors: CreateAlias also
 //     works in Init, Send also in WaitResponse (framework: CreateAlias only
 //     while Running; Send in Init, Running or Terminated). The library must
