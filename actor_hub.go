@@ -17,7 +17,8 @@ type hubRetry struct{}
 func (a *Actor) joinHub() {
 	if a.noCoalescing || a.departing != nil {
 		// an outgoing leader must not start a hub: on a stopping node it
-		// would be a process the node's Stop never told to end
+		// would be a process the node's Stop never told to end, which
+		// keeps the Stop waiting for helperLinger (linger.go)
 		return
 	}
 	if a.slot == nil {

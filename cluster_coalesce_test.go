@@ -176,3 +176,51 @@ func TestClusterCampaignsTakeTurns(t *testing.T) {
 	t.Logf("%d election timeouts waited for a turn", queued)
 	assert.Positive(t, queued, "with one turn per node, some of the %d elections waited for theirs", elections)
 }
+
+// The node-level helpers end once no election uses them (linger.go): a
+// hub and a shared watcher that outlived their elections would keep a
+// node's Stop waiting when they were started after it began. A new
+// election later starts new ones.
+func TestClusterHelpersEndWithTheirLastElection(t *testing.T) {
+	tm := clusterFastTimings
+	c := newRealCluster(t, clConfig{})
+	nodes := c.addNodes(2)
+	c.spawnAll(nodes, tm.options("gone", 2), actorTuning{})
+	c.waitLeader(nodes, clActorName, clConverge)
+	helpers := []gen.Atom{hubName, watcherName(c.name(1))}
+	first := map[gen.Atom]gen.PID{}
+	for _, name := range helpers {
+		waitFor(t, clConverge, fmt.Sprintf("node 0 runs %s", name), func() (bool, string) {
+			pid, err := c.n(0).node.ProcessPID(name)
+			first[name] = pid
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+
+	require.NoError(t, c.n(0).node.Kill(c.pid(0, clActorName)))
+	for _, name := range helpers {
+		waitFor(t, clConverge+helperLinger, fmt.Sprintf("%s ended on node 0 after its last election", name), func() (bool, string) {
+			pid, err := c.n(0).node.ProcessPID(name)
+			if err == nil {
+				return false, fmt.Sprintf("still registered as %s", pid)
+			}
+			_, err = c.n(0).node.ProcessInfo(first[name])
+			return err != nil, fmt.Sprintf("%s unregistered but alive", first[name])
+		})
+	}
+
+	// a hub no election ever joins ends as well
+	lonely, err := c.n(0).node.SpawnRegister(hubName, factoryHub, gen.ProcessOptions{})
+	require.NoError(t, err)
+	waitFor(t, clConverge+helperLinger, "a hub no election joined ended", func() (bool, string) {
+		_, err := c.n(0).node.ProcessInfo(lonely)
+		return err != nil, "still alive"
+	})
+
+	c.mustSpawn(0, clActorSpec{options: tm.options("gone", 2)})
+	c.waitLeader(nodes, clActorName, clConverge)
+	waitFor(t, clConverge, "a new hub on node 0", func() (bool, string) {
+		pid, err := c.n(0).node.ProcessPID(hubName)
+		return err == nil && pid != first[hubName] && pid != lonely, fmt.Sprint(pid, err)
+	})
+}

@@ -20,9 +20,9 @@ import (
 // Life cycle. The first election actor on a node starts the hub
 // (Node().SpawnRegister); later ones find it by name. Each actor joins it
 // with its slot and monitors it; the hub monitors the actors and drops the
-// slot of one that terminates. The hub lives as long as its node; while any
-// actor is joined it ticks once per interval, and it sends only for the
-// actors that lead. If it fails,
+// slot of one that terminates. While any actor is joined it ticks once per
+// interval, and it sends only for the actors that lead; it ends when none
+// has been joined for helperLinger (linger.go). If it fails,
 // every actor sees its down, goes back to sending and answering per
 // election, and joins a new hub (started by the first to try) a moment
 // later: no permission outlives the hub, so nothing unsafe can follow.
@@ -121,6 +121,8 @@ type hub struct {
 	lastEpoch map[gen.Atom]uint64         // each node's epoch in its last answer
 	shortBeat time.Duration               // the shortest beatEvery of the slots
 
+	linger linger // ends the hub when no election has joined it for a while (linger.go)
+
 	// vouching (vouch.go)
 	leadEpoch   uint64    // carried in every ping
 	raise       bool      // a vouched leader may have stopped leading: raise at the next tick
@@ -146,6 +148,7 @@ func (h *hub) ProcessInit(process gen.Process, args ...any) error {
 		}
 	}
 	h.init()
+	h.linger.idle(process, h.clock())
 	return nil
 }
 
@@ -179,9 +182,13 @@ func (h *hub) ProcessTerminate(reason error) { releaseNode(h.process.Node()) }
 
 // ProcessRun serves joins, ticks and the other hubs' messages.
 func (h *hub) ProcessRun() error {
-	return serveHelper(h.process, neverEnds(func(m *gen.MailboxMessage, system bool) {
+	return serveHelper(h.process, func(m *gen.MailboxMessage, system bool) error {
 		self := h.process.Node().Name()
 		switch message := m.Message.(type) {
+		case lingerCheck:
+			if m.From == h.process.PID() && h.linger.expired(h.process, h.clock()) {
+				return gen.TerminateReasonNormal
+			}
 		case hubJoin:
 			if m.From.Node == self && message.Slot != nil && message.Slot.actor == m.From {
 				h.join(message.Slot)
@@ -203,7 +210,8 @@ func (h *hub) ProcessRun() error {
 				h.acks(m.From, message)
 			}
 		}
-	}))
+		return nil
+	})
 }
 
 // join adds an actor's slot.
@@ -224,6 +232,7 @@ func (h *hub) join(s *slot) {
 // add records a joined actor's slot and gives it its key.
 func (h *hub) add(s *slot) {
 	h.slots[s.actor] = s
+	h.linger.busy()
 	cell := h.quietCell()
 	s.mu.Lock()
 	s.wave = &h.wave
@@ -276,6 +285,9 @@ func (h *hub) leave(actor gen.PID) {
 		delete(h.byCluster, s.cluster)
 	} else {
 		h.byCluster[s.cluster] = list
+	}
+	if len(h.slots) == 0 {
+		h.linger.idle(h.process, h.clock())
 	}
 }
 

@@ -176,13 +176,21 @@ func (e *election) recheckFloor() {
 }
 
 // floorHeardNeed is how many other members' terms settle the floor.
+//
+// A restart: the term this node may have voted for was won by a quorum of
+// the view that included this node, so by quorum-1 of the other size-1
+// members; any size-quorum+1 of the others include one of them, and that
+// is a quorum of the others, ⌈size/2⌉. (size/2+1 would be one more for an
+// even view, and more than there are others in a view of two, where a
+// restarted member could never grant again.) A first start voted for
+// nothing, so the floor only keeps it from granting terms already used:
+// ⌊size/2⌋ is enough.
 func (e *election) floorHeardNeed() int {
 	size := e.floorViewSize()
-	need := size / 2 // a quorum less this node
 	if e.restarted {
-		need++
+		return (size + 1) / 2
 	}
-	return need
+	return size / 2
 }
 
 // floorReady reports whether the floor is known, settling it when enough

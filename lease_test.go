@@ -254,3 +254,34 @@ func TestALeaseEndsWhereAQuorumsEvidenceReaches(t *testing.T) {
 		}
 	}
 }
+
+// Rule 4 in a view of two: a restart's floor needs a quorum of the other
+// members, which is the one other member; demanding a quorum of the whole
+// view less this node plus one left a restarted member of a two-node
+// cluster unable ever to grant, and so the cluster without a leader.
+func TestARestartInAViewOfTwoSettlesWithTheOtherMember(t *testing.T) {
+	h := newStateHarness(t, Options{MinClusterSize: 2}, "b")
+	h.freshStart()
+	h.recv("b", msgHelloReply{ClusterID: "c", Term: 3, Restarted: true, ViewSize: 2})
+	require.True(t, h.e.restarted)
+	h.now = h.e.startedAt.Add(quietPeriod(h.e.cfg))
+	h.e.now = h.now
+	assert.True(t, h.e.floorReady(), "the one other member of a view of two is a quorum of the others")
+	assert.Equal(t, uint64(3), h.e.floorTerm)
+	assert.True(t, h.e.termBelowFloor(3))
+	assert.False(t, h.e.termBelowFloor(4))
+}
+
+// Rule 4 in a view of four: a restart needs two of the three others (any
+// two include one of the two others that, with this node, won a term).
+func TestARestartInAViewOfFourNeedsTwoOthers(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c", "d")
+	h.freshStart()
+	h.recv("b", msgHelloReply{ClusterID: "c", Term: 3, Restarted: true, ViewSize: 4})
+	h.now = h.e.startedAt.Add(quietPeriod(h.e.cfg))
+	h.e.now = h.now
+	assert.False(t, h.e.floorReady(), "one of three others may be the one that did not vote")
+	h.recv("c", msgHelloReply{ClusterID: "c", Term: 5, ViewSize: 4})
+	assert.True(t, h.e.floorReady())
+	assert.Equal(t, uint64(5), h.e.floorTerm)
+}

@@ -15,10 +15,10 @@ import (
 // Life cycle. The first actor that needs to watch a process of the remote
 // node starts it (Node().SpawnRegister, no parent link); later ones find
 // it by name. Each actor monitors it, and it monitors each actor that
-// asked: the actor's subscriptions end with the actor. It lives as long as
-// its node, idle when nothing is left to watch, with one exception: when a
+// asked: the actor's subscriptions end with the actor. It ends when no
+// actor has used it for helperLinger (linger.go). It also ends when a
 // connection to the remote node ended, the node is connected again, and a
-// monitor there outlived the end (it may be one-sided, see nodeSettle), it
+// monitor there outlived the end (it may be one-sided, see nodeSettle): it
 // unregisters its name and stops, because only a new process can monitor
 // those processes again. Its actors see its down, wait nodeSettlePause and
 // ask the next one, which the first of them starts. A watcher that fails
@@ -128,6 +128,7 @@ func (w *watcher) subscribe(actor gen.PID, req watchRequest) bool {
 			w.actors = make(map[gen.PID]map[gen.PID]bool)
 		}
 		w.actors[actor] = make(map[gen.PID]bool)
+		w.linger.busy()
 	}
 	sub := watchSub{actor: actor, hints: req.Hints, losses: req.Losses}
 	subs := w.subs[req.PID]
@@ -203,6 +204,9 @@ func (w *watcher) actorGone(actor gen.PID) {
 		w.unsubscribe(actor, pid)
 	}
 	delete(w.actors, actor)
+	if len(w.actors) == 0 {
+		w.linger.idle(w.process, w.clock())
+	}
 }
 
 // errWatcherRetired is why a shared watcher stops after a connection's end

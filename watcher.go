@@ -186,6 +186,9 @@ type watcher struct {
 	// processes reported down with their connection's end whose own down
 	// has not come yet (connectionLost)
 	reported map[gen.PID]struct{}
+	// shared: ends the watcher when no election has asked it for a while
+	// (linger.go)
+	linger linger
 }
 
 // downHints tell the watchers of an election which downs may wait. When a
@@ -357,6 +360,9 @@ func (w *watcher) ProcessInit(process gen.Process, args ...any) error {
 			w.shared = true
 		}
 	}
+	if w.shared {
+		w.linger.idle(process, w.clock())
+	}
 	return nil
 }
 
@@ -391,6 +397,10 @@ func (w *watcher) handle(m *gen.MailboxMessage, system bool) error {
 	case watchCancel:
 		if w.shared {
 			w.cancel(m.From, message.Node)
+		}
+	case lingerCheck:
+		if w.shared && m.From == w.process.PID() && w.linger.expired(w.process, w.clock()) {
+			return gen.TerminateReasonNormal
 		}
 	case watchRetry:
 		if m.From != w.process.PID() {
