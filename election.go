@@ -589,10 +589,9 @@ func (e *election) handlePreVote(m *member, req msgPreVote) {
 		reply.Leader = supported
 	case req.ViewSize+req.Seats < e.cfg.minClusterSize:
 		// the candidate could not be eligible under the floor
-	case req.Pledge == false && e.hearsLeader():
-		// leader stickiness: a campaign its own election timeout started
-		// (not a fast failover, which asks for pledges) gets no help from
-		// a follower that still hears its leader (hearsLeader)
+	case e.hearsLeader():
+		// leader stickiness: no help from a follower that still hears
+		// its leader (hearsLeader)
 		e.drop("leader_heard")
 		reply.Leader = e.leader
 	case e.failingOverFast() && e.rankedBefore(e.self.Node, m.node):
@@ -619,8 +618,13 @@ func (e *election) handlePreVote(m *member, req msgPreVote) {
 // ready to grant, won a term and unseated a leader nobody had lost. This
 // refuses more and grants nothing, so it costs no safety; a leader really
 // gone is no longer heard ElectionTimeoutMin later, no later than the
-// followers' own election timeouts, and a fast failover does not wait for
-// it (handlePreVote exempts the pre-votes that ask for pledges).
+// followers' own election timeouts. It holds for fast failovers too: a
+// follower whose link to the leader flaps sees the leader's down and asks
+// pledged pre-votes, which followers whose promises ran out the same way
+// granted. A crash costs a fast failover nothing: a follower that saw the
+// leader's down no longer follows it (leaderLost), and the candidate asks
+// again every failoverStep one that has not seen it yet
+// (fastPreVoteRefused).
 func (e *election) hearsLeader() bool {
 	if e.role != roleFollower || e.leader == (gen.PID{}) {
 		return false
