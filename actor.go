@@ -118,6 +118,9 @@ type ActorBehavior interface {
 	//   - ergo:last_handover: successor and time of the last handover
 	//   - ergo:dropped_by_reason: discarded messages per reason
 	//   - ergo:send_failing_peers: peers whose last send failed, with the error
+	//   - ergo:connections_kept: times a silent member's connection was not
+	//     reset because it still carried messages or a request and its
+	//     answer (a member that is absent or ignores this election)
 	//   - ergo:confirm_denied: elections won but withheld by HandleConfirmLeader
 	//   - ergo:last_denied_at: when HandleConfirmLeader last withheld leadership
 	//   - ergo:confirm_backoff: no campaign before this time (confirm denial or

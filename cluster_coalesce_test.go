@@ -224,3 +224,37 @@ func TestClusterHelpersEndWithTheirLastElection(t *testing.T) {
 		return err == nil && pid != first[hubName] && pid != lonely, fmt.Sprint(pid, err)
 	})
 }
+
+// A member that answers nothing because its actor is gone, on a node the
+// discovery still lists and whose connection is fine, costs that
+// connection nothing: before a reset the node's framework is asked a
+// request over it (linkCarries), and it answers. Resetting it would cut
+// every monitor and link of both nodes' processes over it, every
+// silenceBound, for as long as the actor stays away.
+func TestClusterAnAbsentMemberDoesNotGetItsConnectionReset(t *testing.T) {
+	tm := clusterFastTimings
+	c := newRealCluster(t, clConfig{})
+	nodes := c.addNodes(2)
+	c.spawnAll(nodes, tm.options("absent", 2), actorTuning{})
+	c.waitLeader(nodes, clActorName, clConverge)
+	uptime := func() time.Duration {
+		rn, err := c.n(1).node.Network().Node(c.name(0))
+		if err != nil {
+			return -1
+		}
+		return time.Duration(rn.Info().ConnectionUptime) * time.Second
+	}
+	killed := time.Now()
+	require.NoError(t, c.n(0).node.Kill(c.pid(0, clActorName)))
+
+	waitFor(t, clConverge, "node 1 found node 0 silent and kept the connection twice", func() (bool, string) {
+		m, err := c.inspect(1, clActorName, "ergo:connections_kept")
+		if err != nil {
+			return false, err.Error()
+		}
+		kept, _ := strconv.Atoi(m["ergo:connections_kept"])
+		return kept >= 2, "connections_kept " + m["ergo:connections_kept"]
+	})
+	assert.Empty(t, c.warnings.containing("resetting", killed), "no reset of a connection that carries")
+	assert.GreaterOrEqual(t, uptime(), time.Since(killed).Truncate(time.Second)-time.Second, "node 1's connection to node 0 is the one from before the kill")
+}

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -30,18 +31,28 @@ type dialRequest struct {
 	// Share is how long a failed dial of Node by any election of this
 	// node answers for this one (connectionBoard.dial).
 	Share time.Duration
+	// Warning, with Reset, is what the dialer logs when it resets.
+	Warning string
+	// ProbeWait, with Reset, is how long the other node's framework has to
+	// answer a request over the connection before the reset goes on
+	// (linkprobe.go); 0 resets at once.
+	ProbeWait time.Duration
 }
 
 // dialResult reports the outcome of a dialRequest to the actor.
 type dialResult struct {
 	Node gen.Atom
 	Err  error
+	// Kept: a Reset found that the connection carries requests and their
+	// answers (linkCarries), and left it up.
+	Kept bool
 }
 
 // dialer connects to nodes on the actor's behalf, one at a time.
 type dialer struct {
 	process gen.Process
 	clock   func() time.Time
+	probing map[gen.Atom]dialRequest // resets waiting for their probe (linkprobe.go)
 }
 
 func factoryDialer() gen.ProcessBehavior { return &dialer{} }
@@ -65,46 +76,66 @@ func (d *dialer) ProcessTerminate(reason error) {}
 // (the actor it serves is gone) ends it.
 func (d *dialer) ProcessRun() error {
 	return serveHelper(d.process, neverEnds(func(m *gen.MailboxMessage, system bool) {
-		request, isRequest := m.Message.(dialRequest)
-		if isRequest == false || (m.From != d.process.Parent() && m.From != d.process.PID()) {
-			return
-		}
-		if request.Reset {
-			if remote, err := d.process.Node().Network().Node(request.Node); err == nil {
-				remote.Disconnect()
+		switch message := m.Message.(type) {
+		case dialRequest:
+			if m.From == d.process.Parent() || m.From == d.process.PID() {
+				d.serve(message)
 			}
-			if request.NoDial {
-				return
+		case linkAnswered:
+			if m.From.Node == d.process.PID().Node {
+				d.probed(message.Node, true)
 			}
-			if pause := request.Pause; pause > 0 {
-				// the actor keeps the node marked as being dialed meanwhile,
-				// so it asks for no other dial; sends that find a connection
-				// the peer made use it
-				d.process.SendAfter(d.process.PID(), dialRequest{Node: request.Node}, pause)
-				return
+		case linkProbeDue:
+			if m.From == d.process.PID() {
+				d.probed(message.Node, false)
 			}
-		}
-		if _, err := d.process.Node().Network().Node(request.Node); err == nil {
-			// connected already (the peer dialed): nothing to wait for
-			d.process.Send(d.process.Parent(), dialResult{Node: request.Node})
-			return
-		}
-		if wait := connectionResets.redialWait(d.process.Node(), request.Node, d.clock()); wait > 0 {
-			// another election on this node reset the connection and this
-			// node waits before it dials again (redialPause): whichever
-			// election asks, the node pair must see no dial from here
-			d.process.SendAfter(d.process.PID(), dialRequest{Node: request.Node}, wait)
-			return
-		}
-		waiters, err := connectionResets.dial(d.process.Node(), request.Node, d.clock, request.Share, func() error {
-			_, err := d.process.Node().Network().GetNode(request.Node)
-			return err
-		})
-		d.process.Send(d.process.Parent(), dialResult{Node: request.Node, Err: err})
-		for _, pid := range waiters {
-			d.process.Send(pid, sharedDialResult{Node: request.Node})
 		}
 	}))
+}
+
+// serve handles one dialRequest.
+func (d *dialer) serve(request dialRequest) {
+	if request.Reset {
+		if remote, err := d.process.Node().Network().Node(request.Node); err == nil {
+			if request.ProbeWait > 0 && d.probe(request) {
+				return // the probe decides (linkprobe.go)
+			}
+			if request.Warning != "" {
+				d.process.Log().Warning("%s", request.Warning)
+			}
+			remote.Disconnect()
+		}
+		if request.NoDial {
+			return
+		}
+		if pause := request.Pause; pause > 0 {
+			// the actor keeps the node marked as being dialed meanwhile,
+			// so it asks for no other dial; sends that find a connection
+			// the peer made use it
+			d.process.SendAfter(d.process.PID(), dialRequest{Node: request.Node}, pause)
+			return
+		}
+	}
+	if _, err := d.process.Node().Network().Node(request.Node); err == nil {
+		// connected already (the peer dialed): nothing to wait for
+		d.process.Send(d.process.Parent(), dialResult{Node: request.Node})
+		return
+	}
+	if wait := connectionResets.redialWait(d.process.Node(), request.Node, d.clock()); wait > 0 {
+		// another election on this node reset the connection and this
+		// node waits before it dials again (redialPause): whichever
+		// election asks, the node pair must see no dial from here
+		d.process.SendAfter(d.process.PID(), dialRequest{Node: request.Node}, wait)
+		return
+	}
+	waiters, err := connectionResets.dial(d.process.Node(), request.Node, d.clock, request.Share, func() error {
+		_, err := d.process.Node().Network().GetNode(request.Node)
+		return err
+	})
+	d.process.Send(d.process.Parent(), dialResult{Node: request.Node, Err: err})
+	for _, pid := range waiters {
+		d.process.Send(pid, sharedDialResult{Node: request.Node})
+	}
 }
 
 // neverEnds adapts a handle that never ends its process to serveHelper.
@@ -280,20 +311,20 @@ func (a *Actor) resetConnection(node gen.Atom) {
 		// no dial from here (gone.go); the other elections of this node
 		// hold theirs as long, so that the restarted node's dial finds no
 		// connection here
-		a.Log().Warning("leader %q: the process of peer %s terminated, and the framework still reports its node as connected although that connection has brought nothing for %s and a Hello over it went unanswered for %s; "+
+		warning := fmt.Sprintf("leader %q: the process of peer %s terminated, and the framework still reports its node as connected although that connection has brought nothing for %s, a Hello over it went unanswered for %s, and the node's framework did not answer a request over it; "+
 			"resetting it without dialing again (a connection the framework kept to a restarted node would keep that node out of the view for good)",
 			a.state.cfg.clusterID, node, quiet.Round(time.Millisecond), bound)
 		pause := a.state.redialHold()
 		connectionResets.holdRedial(a.Node(), node, a.clock().Add(pause))
-		a.askDialer(dialRequest{Node: node, Reset: true, NoDial: true})
+		a.askDialer(dialRequest{Node: node, Reset: true, NoDial: true, Warning: warning, ProbeWait: a.state.cfg.electionTimeoutMin})
 		return
 	}
-	a.Log().Warning("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected, and the connection has brought nothing from that node for %s; "+
+	warning := fmt.Sprintf("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected, the connection has brought nothing from that node for %s, and the node's framework did not answer a request over it; "+
 		"resetting the connection (a link that drops packets, or a simultaneous connect that left both sides waiting)",
 		a.state.cfg.clusterID, node, bound, quiet.Round(time.Millisecond))
 	pause := redialPause(a.Node().Name(), node, a.Node().Network().NetworkFlags(), remote.Info().NetworkFlags, a.state.redialHold())
 	connectionResets.holdRedial(a.Node(), node, a.clock().Add(pause))
-	a.askDialer(dialRequest{Node: node, Reset: true, Pause: pause})
+	a.askDialer(dialRequest{Node: node, Reset: true, Pause: pause, Warning: warning, ProbeWait: a.state.cfg.electionTimeoutMin})
 }
 
 // sampleInbound notes how many messages the connection to node has brought
@@ -668,6 +699,9 @@ func (a *Actor) askDialer(request dialRequest) bool {
 // can be probed at once; a failure backs its sends by name off.
 func (a *Actor) dialed(result dialResult) {
 	delete(a.dialing, result.Node)
+	if result.Kept {
+		a.state.connectionKept(result.Node)
+	}
 	held := a.held[result.Node]
 	delete(a.held, result.Node)
 	if result.Err == nil {

@@ -252,6 +252,7 @@ type election struct {
 	dropped              map[string]uint64
 	warned               map[string]time.Time   // rate limit of repeated warnings (log.go)
 	otherClusterAnswered map[gen.Atom]time.Time // rate limit of answers to another ClusterID (silence.go)
+	connectionsKept      uint64                 // silent members whose connection carried, for Inspect (silence.go)
 	longestStep          time.Duration          // measured by the actor: its worst stall
 	timerWakeups         uint64                 // timers that went off (parking.go keeps idle elections from them)
 	preVoteRounds        uint64

@@ -117,6 +117,7 @@ var inspectKeys = []inspectKey{
 	// problems
 	{"ergo:dropped_by_reason", "discarded messages per reason", droppedList},
 	{"ergo:send_failing_peers", "peers whose last send failed, with the error", sendFailingList},
+	{"ergo:connections_kept", "times a silent member's connection was not reset because it still carried messages or a request and its answer (a member that is absent or ignores this election)", func(e *election) string { return strconv.FormatUint(e.connectionsKept, 10) }},
 	{"ergo:confirm_denied", "elections won but withheld by HandleConfirmLeader", func(e *election) string { return strconv.FormatUint(e.confirmDenied, 10) }},
 	{"ergo:last_denied_at", "when HandleConfirmLeader last withheld leadership", func(e *election) string { return timeText(e.lastDeniedAt) }},
 	{"ergo:confirm_backoff", "no campaign before this time (confirm denial or handover)", func(e *election) string { return timeText(e.notBefore) }},

@@ -148,16 +148,19 @@ func (e *election) restartSilences() {
 }
 
 // connectionKept notes that the actor did not reset node's connection: it
-// carried messages from that node while the member was silent, so what is
-// silent is the member's actor (stalled, or overloaded), not the link, and
-// a reset would only cut every election on the connection. The member's
-// silence is measured anew.
+// carried messages from that node while the member was silent, or a
+// request to that node's framework and its answer (linkCarries), so what
+// is silent is the member's actor (absent, stalled, overloaded, or in
+// another election), not the link, and a reset would only cut every
+// monitor and link over the connection. The member's silence is measured
+// anew.
 func (e *election) connectionKept(node gen.Atom) {
 	m, ok := e.members[node]
 	if ok == false {
 		m, ok = e.gone[node]
 	}
 	if ok {
+		e.connectionsKept++
 		m.lastReset = time.Time{}
 		m.awaitingSince = e.now
 	}

@@ -184,11 +184,55 @@ func (p *simProcess) Send(to any, message any) error {
 	return p.sim.send(p.pid, to, message)
 }
 func (p *simProcess) Monitor(target any) error {
+	if id, ok := target.(gen.ProcessID); ok {
+		return p.sim.monitorName(p.pid, id)
+	}
 	pid, ok := target.(gen.PID)
 	if ok == false {
 		return gen.ErrUnsupported
 	}
 	return p.sim.monitor(p.pid, pid)
+}
+
+// monitorName is a monitor by name of a process on another node, which the
+// dialer asks of a name nobody registers (linkCarries): the other node
+// answers ErrProcessUnknown over a connection that carries both ways, and
+// nothing over one that does not, where the framework's request times out.
+// The answer comes at once here, the timeout too (the framework blocks the
+// dialer for gen.DefaultRequestTimeout first), so a reset here comes that
+// much sooner than on a real node.
+func (s *simulator) monitorName(watcher gen.PID, id gen.ProcessID) error {
+	if id.Node == watcher.Node {
+		return gen.ErrUnsupported
+	}
+	epoch := s.conns[pairKey(watcher.Node, id.Node)]
+	if epoch == 0 {
+		return gen.ErrNoConnection
+	}
+	if s.link(watcher.Node, id.Node) != linkUp || s.link(id.Node, watcher.Node) != linkUp || s.deadEpochs[epoch] || s.nodeStalled(id.Node) {
+		s.note("monitor of %s by %s: no answer", id, watcher)
+		return gen.ErrTimeout
+	}
+	if n := s.nodes[id.Node]; n != nil && n.names[id.Name] != nil {
+		return gen.ErrUnsupported // only names nobody registers are asked
+	}
+	return gen.ErrProcessUnknown
+}
+
+// nodeStalled reports whether every process of node is paused, as when its
+// OS process is stopped (simFleet.stallNode): its framework answers
+// nothing either.
+func (s *simulator) nodeStalled(node gen.Atom) bool {
+	n := s.nodes[node]
+	if n == nil || len(n.procs) == 0 {
+		return false
+	}
+	for _, p := range n.procs {
+		if p.paused == false {
+			return false
+		}
+	}
+	return true
 }
 
 // MonitorNode monitors the connection to node, as the framework does:
