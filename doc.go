@@ -202,10 +202,13 @@
 // actor's side of it), pings.go (the
 // hubs' node-level pings that renew the leases), vouch.go (records only
 // for what changed: the pings vouch for the node's leaders), watcher.go,
-// shared_watcher.go (watching other nodes' processes), pacing.go
-// (node-wide pacing: campaign turns, failover waves, spare losses),
-// nodestate.go (what goes when a node stops), atoms.go. The framework's
-// connections: dialer.go, silence.go; olderframeworks.go holds what only a
-// framework older than v3.3.0 needs, off when both ends show the fix.
+// shared_watcher.go (watching other nodes' processes), linger.go (these
+// helpers end with their last election), pacing.go (node-wide pacing:
+// campaign turns, failover waves, spare losses), nodestate.go (what goes
+// when a node stops), atoms.go. The framework's connections: dialer.go,
+// silence.go, linkprobe.go (a silent connection is reset only when the
+// other node's framework does not answer over it); olderframeworks.go
+// holds what only a framework older than v3.3.0 needs, off when both ends
+// show the fix.
 // Logging: log.go; timers: timers.go.
 package leader
