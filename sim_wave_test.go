@@ -73,3 +73,37 @@ func TestSimulationAWaveOfFailoversPreVotesOnce(t *testing.T) {
 		requireNoViolation(t, s)
 	}
 }
+
+// TestSimulationACrashWaveIsLedAgainWithinAThirdOfAnElectionTimeout: on a
+// fast network, every election a crashed node led has a new leader well
+// within an election timeout: the promise to the lost leader (F after its
+// last round), one staggered fast pre-vote and its pledged vote. Virtual
+// time: the CPU a real wave costs is docs/performance.md's (section 6c).
+func TestSimulationACrashWaveIsLedAgainWithinAThirdOfAnElectionTimeout(t *testing.T) {
+	t.Parallel()
+	for _, seed := range scenarioSeeds(t, 3) {
+		s := newSimTest(t, seed, simNetwork{minDelay: 100 * time.Microsecond, maxDelay: 400 * time.Microsecond})
+		s.replay = t.Name()
+		f, _ := startSimFleet(s, 3, manyElections(simOptions(), 300), actorTuning{})
+		if _, ok := f.runUntilConverged(20 * time.Second); ok == false {
+			t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
+		}
+		s.runFor(4 * time.Second)
+		victim, _ := f.busiest()
+		led := f.ledBy(victim)
+		cfg := f.clusters[0].cfg()
+		bound := cfg.electionTimeoutMin / 3
+		s.note("NEMESIS crash %s, which leads %d elections", victim, len(led))
+		f.clusters[0].crash(victim)
+		crashed := s.now
+		for _, c := range led {
+			left := crashed.Add(bound).Sub(s.now)
+			if _, ok := s.runUntilTrue(max(left, 0), func() bool { return ledApartFrom(c, victim) }); ok == false {
+				t.Fatalf("seed %d: election %q has no new leader %s after the crash of %s, which led %d\n%s", seed, c.options.ClusterID, bound, victim, len(led), s.report())
+			}
+		}
+		slowest := s.now.Sub(crashed)
+		t.Logf("seed %d: %d elections led again, the last %s after the crash", seed, len(led), slowest)
+		requireNoViolation(t, s)
+	}
+}
