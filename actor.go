@@ -212,11 +212,13 @@ type Actor struct {
 	// clock and a randomly seeded source.
 	clock func() time.Time
 	rng   *rand.Rand
-	// turnLimit is how many elections of this actor's node campaign at once
-	// on election timeouts (pacing.go); 0 is campaignsInFlight. Tests
-	// lower it so that a handful of elections already queue.
-	turnLimit int
 }
+
+// campaignTurnsTuner is implemented by test behaviors only (its method is
+// unexported): how many elections of the node campaign at once on election
+// timeouts (pacing.go), lowered so that a handful of elections already
+// queue. Every other behavior gets campaignsInFlight.
+type campaignTurnsTuner interface{ campaignTurns() int }
 
 // publicState is the part of the state the callbacks report.
 type publicState struct {
@@ -284,7 +286,11 @@ func (a *Actor) ProcessInit(process gen.Process, args ...any) error {
 	a.hints = &downHints{pause: lazyDownPause(cfg)}
 	a.noCoalescing = options.DisableCoalescing
 	a.state = newElection(cfg, a.PID(), a.Name(), a.rng, a.Log())
-	a.state.configure(turnsOf(a.Node(), a.turnLimit))
+	turns := 0
+	if tuner, ok := a.behavior.(campaignTurnsTuner); ok {
+		turns = tuner.campaignTurns()
+	}
+	a.state.configure(turnsOf(a.Node(), turns))
 	retainNode(a.Node())
 	a.retained = true
 	// before this actor can grant anything: no answer its node's hub gave

@@ -273,6 +273,9 @@ type testActor struct {
 	rec  *cbRecorder
 }
 
+// campaignTurns implements campaignTurnsTuner.
+func (a *testActor) campaignTurns() int { return a.spec.switches.campaignTurns }
+
 func (a *testActor) Init(args ...any) (Options, error) {
 	// Join from a handler frame, as in the documentation's Basic Usage.
 	if err := a.Send(a.PID(), ctlDiscover{}); err != nil {

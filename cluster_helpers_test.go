@@ -449,9 +449,7 @@ func (c *realCluster) spawn(i int, spec clActorSpec) (gen.PID, error) {
 		spec.discover = c.peersOf(i, spec.name)
 	}
 	factory := func() gen.ProcessBehavior {
-		b := &testActor{spec: spec, rec: c.rec}
-		b.Actor.turnLimit = spec.switches.campaignTurns
-		return b
+		return &testActor{spec: spec, rec: c.rec}
 	}
 	pid, err := n.node.SpawnRegister(spec.name, factory, gen.ProcessOptions{})
 	if err != nil {

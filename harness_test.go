@@ -147,7 +147,7 @@ func sentTo[M any](out effects, to string) []M {
 }
 
 // actorTuning is what a test may set on the actors it starts beyond their
-// Options: how many elections of a node campaign at once (Actor.turnLimit;
+// Options: how many elections of a node campaign at once (campaignTurnsTuner;
 // 0 for the default), so that a handful of elections already take turns.
 type actorTuning struct {
 	campaignTurns int

@@ -115,7 +115,7 @@ type campaignGate struct {
 	queue   []waiter
 	tickets map[gen.PID]uint64
 	issued  uint64
-	limit   int  // turns; tests set their own (Actor.turnLimit)
+	limit   int  // turns; tests set their own (campaignTurnsTuner)
 	dropped bool // forgotten while idle: whoever got it asks again
 	// the node's ping board, whose late ticks make the gate back off
 	board *pingBoard

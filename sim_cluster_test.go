@@ -22,6 +22,9 @@ type simActor struct {
 	ticks   []simTick // the user ticks it handled (sim_nemesis_test.go)
 }
 
+// campaignTurns implements campaignTurnsTuner.
+func (b *simActor) campaignTurns() int { return b.cluster.switches.campaignTurns }
+
 // simCall is one leadership callback as the behavior saw it.
 type simCall struct {
 	at      time.Time
@@ -192,7 +195,6 @@ func (c *simCluster) spawnOn(n *simNode) *simActor {
 	b := &simActor{sim: c.sim, cluster: c, options: options, inc: fmt.Sprintf("%s#%d", string(name), n.creation)}
 	b.clock = func() time.Time { return c.sim.now }
 	b.rng = rand.New(rand.NewPCG(c.sim.rng.Uint64(), c.sim.rng.Uint64()))
-	b.turnLimit = c.switches.campaignTurns
 	c.sim.note("START %s %s", b.inc, c.options.ClusterID)
 	if _, err := c.sim.spawn(n, c.name, b); err != nil {
 		c.sim.fail("%s failed to start %s: %s", name, c.options.ClusterID, err)
