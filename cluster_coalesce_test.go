@@ -177,16 +177,25 @@ func TestClusterCampaignsTakeTurns(t *testing.T) {
 	assert.Positive(t, queued, "with one turn per node, some of the %d elections waited for theirs", elections)
 }
 
+// ledPair starts one election of the given ClusterID on two nodes, with
+// MinClusterSize 2 (so the one left behind when the other's actor is gone
+// does not lead alone), and waits for its leader.
+func ledPair(t *testing.T, cluster string) (*realCluster, []int) {
+	t.Helper()
+	c := newRealCluster(t, clConfig{})
+	nodes := c.addNodes(2)
+	c.spawnAll(nodes, clusterFastTimings.options(cluster, 2), actorTuning{})
+	c.waitLeader(nodes, clActorName, clConverge)
+	return c, nodes
+}
+
 // The node-level helpers end once no election uses them (linger.go): a
 // hub and a shared watcher that outlived their elections would keep a
 // node's Stop waiting when they were started after it began. A new
 // election later starts new ones.
 func TestClusterHelpersEndWithTheirLastElection(t *testing.T) {
 	tm := clusterFastTimings
-	c := newRealCluster(t, clConfig{})
-	nodes := c.addNodes(2)
-	c.spawnAll(nodes, tm.options("gone", 2), actorTuning{})
-	c.waitLeader(nodes, clActorName, clConverge)
+	c, nodes := ledPair(t, "gone")
 	helpers := []gen.Atom{hubName, watcherName(c.name(1))}
 	first := map[gen.Atom]gen.PID{}
 	for _, name := range helpers {
@@ -232,11 +241,7 @@ func TestClusterHelpersEndWithTheirLastElection(t *testing.T) {
 // every monitor and link of both nodes' processes over it, every
 // silenceBound, for as long as the actor stays away.
 func TestClusterAnAbsentMemberDoesNotGetItsConnectionReset(t *testing.T) {
-	tm := clusterFastTimings
-	c := newRealCluster(t, clConfig{})
-	nodes := c.addNodes(2)
-	c.spawnAll(nodes, tm.options("absent", 2), actorTuning{})
-	c.waitLeader(nodes, clActorName, clConverge)
+	c, _ := ledPair(t, "absent")
 	uptime := func() time.Duration {
 		rn, err := c.n(1).node.Network().Node(c.name(0))
 		if err != nil {

@@ -3,7 +3,25 @@ package leader
 import (
 	"testing"
 	"time"
+
+	"ergo.services/ergo/gen"
 )
+
+// settledWave starts k elections on three nodes over net, lets them settle
+// and go idle, and returns the node that leads the most, about to crash,
+// with the elections it leads.
+func settledWave(t *testing.T, seed uint64, net simNetwork, k int) (*simulator, *simFleet, gen.Atom, []*simCluster) {
+	t.Helper()
+	s := newSimTest(t, seed, net)
+	s.replay = t.Name()
+	f, _ := startSimFleet(s, 3, manyElections(simOptions(), k), actorTuning{})
+	if _, ok := f.runUntilConverged(20 * time.Second); ok == false {
+		t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
+	}
+	s.runFor(4 * time.Second)
+	victim, _ := f.busiest()
+	return s, f, victim, f.ledBy(victim)
+}
 
 // TestSimulationAWaveOfFailoversPreVotesOnce: when a node that leads many
 // elections crashes, each of its elections should cost the survivors one
@@ -18,15 +36,7 @@ import (
 func TestSimulationAWaveOfFailoversPreVotesOnce(t *testing.T) {
 	t.Parallel()
 	for _, seed := range scenarioSeeds(t, 4) {
-		s := newSimTest(t, seed, simNetwork{minDelay: 6 * time.Millisecond, maxDelay: 9 * time.Millisecond})
-		s.replay = t.Name()
-		f, _ := startSimFleet(s, 3, manyElections(simOptions(), 90), actorTuning{})
-		if _, ok := f.runUntilConverged(20 * time.Second); ok == false {
-			t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
-		}
-		s.runFor(4 * time.Second)
-		victim, _ := f.busiest()
-		led := f.ledBy(victim)
+		s, f, victim, led := settledWave(t, seed, simNetwork{minDelay: 6 * time.Millisecond, maxDelay: 9 * time.Millisecond}, 90)
 		if len(led) < 3*waveThreshold {
 			t.Fatalf("seed %d: %s leads %d elections, too few for a wave", seed, victim, len(led))
 		}
@@ -82,15 +92,7 @@ func TestSimulationAWaveOfFailoversPreVotesOnce(t *testing.T) {
 func TestSimulationACrashWaveIsLedAgainWithinAThirdOfAnElectionTimeout(t *testing.T) {
 	t.Parallel()
 	for _, seed := range scenarioSeeds(t, 3) {
-		s := newSimTest(t, seed, simNetwork{minDelay: 100 * time.Microsecond, maxDelay: 400 * time.Microsecond})
-		s.replay = t.Name()
-		f, _ := startSimFleet(s, 3, manyElections(simOptions(), 300), actorTuning{})
-		if _, ok := f.runUntilConverged(20 * time.Second); ok == false {
-			t.Fatalf("seed %d: the elections did not converge\n%s", seed, s.report())
-		}
-		s.runFor(4 * time.Second)
-		victim, _ := f.busiest()
-		led := f.ledBy(victim)
+		s, f, victim, led := settledWave(t, seed, simNetwork{minDelay: 100 * time.Microsecond, maxDelay: 400 * time.Microsecond}, 300)
 		cfg := f.clusters[0].cfg()
 		bound := cfg.electionTimeoutMin / 3
 		s.note("NEMESIS crash %s, which leads %d elections", victim, len(led))
