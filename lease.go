@@ -8,53 +8,57 @@ import (
 	"ergo.services/ergo/gen"
 )
 
-// The leader lease.
+// The leader lease (docs/safety.md has the whole argument, rule by rule).
 //
-// Leadership is not a role that lasts until someone says otherwise: it is a
-// lease that the leader renews with every heartbeat round a quorum
-// acknowledges, and IsLeader reports false the instant it runs out.
-//
-// How long the lease lasts. Heartbeat rounds are numbered within a term and
-// every acknowledgement echoes the round it answers; the vote requests that
-// won the term count as round 1. The lease runs from the send time of the
+// Leadership is not a role that lasts until someone says otherwise: it is
+// held on two leases that the leader renews with every heartbeat round a
+// quorum acknowledges. Rounds are numbered within a term and every
+// acknowledgement echoes the round it answers; the vote requests that won
+// the term count as round 1. Both leases run from the send time of the
 // newest round that a quorum of the view (this node included) acknowledged,
-// for ElectionTimeoutMin less a margin for clock-rate drift (leaseDriftMargin).
-// Acks stamped with their round mean that acks queued while the leader was
-// stalled prove only what their round proves: nothing newer.
+// so acks queued while the leader was stalled prove only what their round
+// proves: nothing newer.
 //
-// Why no other node can lead while it holds. A member that acknowledged a
-// round, or granted a vote, promises (election.promise) not to grant a
-// pre-vote or a vote to anyone for ElectionTimeoutMin of its own clock after
-// it did so, and it answers the round only after it was sent. A new leader
-// needs grants from a quorum of the same view, and every such quorum shares a
-// member with the quorum that acknowledged the lease's round. That member
-// grants nothing before the round's send time plus ElectionTimeoutMin on its
-// clock, which is later than the lease's end on the leader's clock as long as
-// the two clocks' rates differ by less than the margin. Three exceptions are
-// handled explicitly:
+//   - The acting lease (IsLeader) lasts that round's F (freshness, or
+//     longer when round trips are long: roundFresh) less a margin for
+//     clock-rate drift. IsLeader reports false the instant it runs out.
+//   - The holding lease keeps the role (no HandleBecomeFollower) for
+//     ElectionTimeoutMin less the margin, so that a leader whose rounds
+//     were late for a moment acts again when they are acknowledged,
+//     without an election. Safety does not rest on it.
+//
+// Why no other node can act while the acting lease holds. A member that
+// acknowledged a round, or granted a vote, promises (election.promise) not
+// to grant a pre-vote or a vote to anyone else for ElectionTimeoutMin of its
+// own clock, and it answers a round only after the round was sent. A sign
+// that the leader may be gone (its down, its pings gone quiet) shortens the
+// promise, but never below F after the member's newest acknowledgement
+// (promiseAfterLoss), whatever the sign and whether the leader's end saw it
+// too. A new leader needs grants from a quorum of the same view, and every
+// such quorum shares a member with the quorum that acknowledged the lease's
+// round. That member grants nothing before the round's send time plus F on
+// its clock, which is later than the acting lease's end on the leader's
+// clock as long as the two clocks' rates differ by less than the margin:
+// the one assumption. Two cases are handled explicitly:
 //
 //   - A restarted node forgot its promises (there is no persistence), so a
 //     freshly started actor grants nothing for a quiet period longer than
 //     any promise or vote round of its previous incarnation could still be
-//     open (election.quietPeriod).
+//     open (election.quietPeriod), nor before it knows its term floor.
 //   - A handover election (the leader sent TimeoutNow) is granted during the
 //     promise: the leader stood down before it sent TimeoutNow.
-//   - Fast failover: a follower that observes its leader's down grants at
-//     once, without waiting for the promise to run out. A real termination
-//     means the leader's process is gone. A lost connection is seen by both
-//     ends of it, and a leader that loses the connections to so many members
-//     that the ones it still reaches cannot form a quorum ends its lease at
-//     that moment (election.down). The survivors wait at least one
-//     fast-failover step (ElectionTimeoutMin/30, 5 ms at the defaults)
-//     before they even pre-vote, so this is safe when the two ends detect a
-//     connection loss within that skew of each other: the second assumption,
-//     next to the clock-rate bound. A black-holed link that neither end
-//     detects produces no down, and the survivors wait for the promise.
+//
+// Options.AssumeSymmetricConnectionLoss ends a promise at the leader's down
+// instead, and lets the leader act for its whole holding lease, counting
+// only the members it is connected to: safe only when both ends of a
+// dropped connection notice it within a fast-failover step of each other,
+// which is why it is off by default.
 //
 // The actor checks the lease before it handles every message and when the
-// lease timer fires, so a stalled leader stands down (HandleBecomeFollower)
-// before the first message it handles after the lease ran out, and IsLeader
-// is false from that instant whatever runs.
+// lease timer fires, so a stalled leader reports IsLeader false from the
+// instant its acting lease ran out, whatever runs, and stands down
+// (HandleBecomeFollower) before the first message it handles after its
+// holding lease ran out.
 
 // roundStamp is when the leader sent one heartbeat round.
 type roundStamp struct {
