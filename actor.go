@@ -369,7 +369,7 @@ func (a *Actor) ProcessRun() (reason error) {
 		var err error
 		started := a.clock()
 		// the hub acts for this actor only between its steps (coalesce.go)
-		a.state.stepStarts(started)
+		a.state.stepStarts(started, a.hubView())
 		if message, ok := a.pop(); ok {
 			// A leader whose lease ran out while it was busy or stalled
 			// stands down before it handles anything else (lease.go).
@@ -386,7 +386,7 @@ func (a *Actor) ProcessRun() (reason error) {
 				err = a.behavior.HandleLog(entry)
 			}
 		} else {
-			a.state.shareState()
+			a.shareWithHub()
 			a.syncTimers()
 			return nil
 		}
@@ -394,7 +394,7 @@ func (a *Actor) ProcessRun() (reason error) {
 			err = a.flush()
 		}
 		if err == nil {
-			a.state.shareState()
+			a.shareWithHub()
 			a.syncTimers()
 		}
 		a.state.stepTook(a.clock().Sub(started))

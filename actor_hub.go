@@ -55,7 +55,7 @@ func (a *Actor) handleHub(from gen.PID, message any) bool {
 			return true // it is gone again; its down is on the way
 		}
 		a.hub = from
-		a.state.hubAttached(a.slot, from)
+		a.state.hubAttached(a.slot.waveOf(), from)
 	case hubBeat:
 		if from != a.hub || from == (gen.PID{}) {
 			a.state.drop("foreign_hub_message")
@@ -95,7 +95,7 @@ func (a *Actor) hubDown(pid gen.PID, reason error) bool {
 		return false
 	}
 	a.hub = gen.PID{}
-	a.state.stepStarts(a.clock())
+	a.state.stepStarts(a.clock(), a.hubView())
 	var board *pingBoard
 	if a.slot != nil {
 		board = a.slot.board
@@ -129,6 +129,52 @@ func (a *Actor) hubDown(pid gen.PID, reason error) bool {
 // a step does (the simulator calls it when it stalls the actor mid-step).
 func (a *Actor) stepBegins() {
 	if a.state != nil {
-		a.state.stepStarts(a.clock())
+		a.state.stepStarts(a.clock(), a.hubView())
 	}
+}
+
+// The actor carries what the election and the hub share between the slot
+// and the election (coalesce.go): the election never touches the slot, so
+// the hub's records reach it only as the inputs below.
+
+// hubView takes the hub's permissions back at the start of a step and
+// returns what the hub recorded for the election since the last one; the
+// zero view while the election works without a hub.
+func (a *Actor) hubView() sharedView { return settleFrom(a.slot, a.state) }
+
+// shareWithHub ends a step: the slot gets what the election now allows its
+// hub to do for it.
+func (a *Actor) shareWithHub() { shareTo(a.slot, a.state) }
+
+// hubPeek is what the hub recorded for this node's leadership since the
+// last step, for IsLeader and LeaseExpiry between steps; nil when it
+// records nothing for it.
+func (a *Actor) hubPeek() *leadShare { return peekFrom(a.slot, a.state) }
+
+func settleFrom(s *slot, e *election) sharedView {
+	if s == nil || e == nil || e.coalesced == false {
+		return sharedView{}
+	}
+	return s.settle(e.acksSeen, e.carriedSeen)
+}
+
+func shareTo(s *slot, e *election) {
+	if s == nil || e == nil {
+		return
+	}
+	if g, ok := e.shareState(); ok {
+		s.share(g)
+	}
+}
+
+func peekFrom(s *slot, e *election) *leadShare {
+	if s == nil || e == nil {
+		return nil
+	}
+	seen, ok := e.peekWanted()
+	if ok == false {
+		return nil
+	}
+	u := e.leadShare(s.peek(seen))
+	return &u
 }

@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -264,4 +265,40 @@ func TestTheActorAssignsNoElectionField(t *testing.T) {
 		})
 	}
 	assert.Empty(t, found, "assignments to the election's fields outside its entry points (inputs.go)")
+}
+
+// The election is a closed state machine: nothing the hub writes is
+// reachable from it, so the hub's records enter only as the views the
+// actor hands a step (stepStarts). Breaks: an election field that holds the
+// slot, the hub, or anything that does.
+func TestTheElectionHoldsNothingTheHubWrites(t *testing.T) {
+	forbidden := map[reflect.Type]bool{reflect.TypeOf(slot{}): true, reflect.TypeOf(hub{}): true}
+	seen := map[reflect.Type]bool{}
+	var path []string
+	var walk func(reflect.Type)
+	walk = func(ty reflect.Type) {
+		if forbidden[ty] {
+			t.Errorf("the election reaches a %s through %s", ty.Name(), strings.Join(path, "."))
+			return
+		}
+		if seen[ty] {
+			return
+		}
+		seen[ty] = true
+		switch ty.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			walk(ty.Elem())
+		case reflect.Map:
+			walk(ty.Key())
+			walk(ty.Elem())
+		case reflect.Struct:
+			for i := 0; i < ty.NumField(); i++ {
+				path = append(path, ty.Field(i).Name)
+				walk(ty.Field(i).Type)
+				path = path[:len(path)-1]
+			}
+		}
+	}
+	walk(reflect.TypeOf(election{}))
+	require.True(t, seen[reflect.TypeOf(member{})], "the walk reached the members: it looks into the fields")
 }

@@ -22,7 +22,7 @@ func (a *Actor) IsLeader() bool {
 		return false
 	}
 	// what the node's hub recorded for it since its last step counts too
-	return a.state.leadingWhere(a.clock(), a.stillConnected, a.state.peekShared())
+	return a.state.leadingWhere(a.clock(), a.stillConnected, a.hubPeek())
 }
 
 // stillConnected reports whether m's acknowledgements may still count: its
@@ -48,7 +48,7 @@ func (a *Actor) LeaseExpiry() time.Time {
 	if a.state.quorum() <= 1 {
 		return a.clock().Add(actingLease(a.state.cfg))
 	}
-	return a.state.actingUntil(a.stillConnected, a.state.peekShared())
+	return a.state.actingUntil(a.stillConnected, a.hubPeek())
 }
 
 // Leader returns the PID of the leader this node recognises: its own PID

@@ -34,13 +34,15 @@ import (
 //     followers". The hub opens one round per interval for it, notes each
 //     round's send time, and records the acknowledgements that come back.
 //
-// The actor takes every permission back at the start of each step it runs
-// (settleShared), under the slot's lock, and reads what the hub recorded:
+// The election never holds the slot: the actor takes every permission back
+// at the start of each step it runs, under the slot's lock, and hands the
+// election what the hub recorded as an input (Actor.hubView, settleShared):
 // an acknowledgement the hub sent for it becomes the same promise as one it
 // sent itself (lease.go), dated when the hub sent it; the rounds the hub
 // opened and the acks they got feed the lease as the actor's own do. Only
-// at the end of the step does it grant again what its state then allows
-// (shareState). So the hub never speaks for an actor that is deciding
+// at the end of the step does it grant again what its state then allows:
+// shareState returns the grant, and the actor installs it
+// (Actor.shareWithHub). So the hub never speaks for an actor that is deciding
 // something, and every decision sees everything the hub did for it: the
 // lease argument holds unchanged, with the hub's sends counted as the
 // actor's. A follower whose leader is alive is not woken by its leader's
@@ -412,12 +414,11 @@ func (s *slot) share(g grant) {
 // settleShared is the start of every step: the hub's permissions are taken
 // back, and what it did under them becomes part of the state. It is the
 // only way the hub's records enter the election; IsLeader reads them
-// without taking them in (peekShared).
-func (e *election) settleShared() {
-	if e.shared == nil {
+// without taking them in (peekWanted, Actor.hubPeek).
+func (e *election) settleShared(v sharedView) {
+	if e.coalesced == false {
 		return
 	}
-	v := e.shared.settle(e.acksSeen, e.carriedSeen)
 	if v.carried != nil {
 		e.carried, e.carriedSeen = v.carried, v.carriedVersion
 	}
@@ -500,7 +501,7 @@ func (e *election) settleShared() {
 // leadShare is what a leader's hub recorded that its election has not
 // taken in yet: the rounds it opened since, and for members the newer
 // acknowledged round and answered ping that count for the leader's term.
-// Both a step (importShared) and IsLeader (peekShared) read the hub
+// Both a step (importShared) and IsLeader (Actor.hubPeek) read the hub
 // through it, so that they cannot disagree on what counts.
 type leadShare struct {
 	rounds []roundStamp
@@ -553,14 +554,14 @@ func (e *election) leadShare(v sharedView) leadShare {
 	return u
 }
 
-// peekShared is leadShare of what the hub holds now, for a query between
-// steps; nil when the hub records nothing for this node's leadership.
-func (e *election) peekShared() *leadShare {
-	if e.shared == nil || e.grantedLead == 0 || e.grantedLead != e.term || e.role != roleLeader {
-		return nil
+// peekWanted reports whether a query between steps must look at what the
+// hub holds now (it records this node's leadership), and from which
+// version of its acks on (slot.peek).
+func (e *election) peekWanted() (acksSeen uint64, ok bool) {
+	if e.coalesced == false || e.grantedLead == 0 || e.grantedLead != e.term || e.role != roleLeader {
+		return 0, false
 	}
-	u := e.leadShare(e.shared.peek(e.acksSeen))
-	return &u
+	return e.acksSeen, true
 }
 
 // evidence is what a member's support of the leader rests on: its newest
@@ -600,11 +601,12 @@ func (e *election) stampIn(n uint64, u *leadShare) (roundStamp, bool) {
 	return roundStamp{}, false
 }
 
-// shareState is the end of every step: the hub may act for this actor again
-// as far as its state now allows.
-func (e *election) shareState() {
-	if e.shared == nil {
-		return
+// shareState is the end of every step: what the hub may do for this actor
+// again, as far as its state now allows; false without a hub. The actor
+// installs it in the slot (shareWithHub).
+func (e *election) shareState() (grant, bool) {
+	if e.coalesced == false {
+		return grant{}, false
 	}
 	var g grant
 	if e.mayDelegateAcks() {
@@ -615,7 +617,7 @@ func (e *election) shareState() {
 		g.followers = e.followersToShare()
 	}
 	e.grantedFollow, e.grantedLead = g.follow, g.leadTerm
-	e.shared.share(g)
+	return g, true
 }
 
 // followersToShare returns the members whose process is known, as a map
@@ -667,5 +669,5 @@ func (e *election) mayDelegateAcks() bool {
 // carriedTo reports whether the hub carries this leader's rounds to m's
 // node, so the leader does not send its own heartbeats there.
 func (e *election) carriedTo(m *member) bool {
-	return e.shared != nil && e.carried[m.node]
+	return e.coalesced && e.carried[m.node]
 }

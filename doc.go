@@ -192,7 +192,8 @@
 //	election.go    the election state machine: terms, votes, pre-votes, heartbeats, role transitions;
 //	               leadership.go, lease.go, pledge.go, departure.go: its rules for leading, the lease
 //	               and promises, pledged votes, a leader's graceful exit; inputs.go: the actor's
-//	               other inputs to it (the only way the actor changes it)
+//	               other inputs to it (the only way the actor changes it; what the node's hub
+//	               recorded comes in as a view at the start of each step, coalesce.go)
 //	membership.go  the view, Join and Leave, ghost TTL; seats.go: kept seats; gone.go: members that left
 //	inspect.go     HandleInspect keys; stats.go, health.go, probe.go, events.go: what operators watch
 //	types.go       wire types, NetworkTypes, ErrorTypes

@@ -155,8 +155,13 @@ type election struct {
 	incarnation   uint64    // random per start (msgHello.Incarnation)
 	stats         stats     // what operators chart (stats.go)
 
-	// coalesced liveness (coalesce.go): nil without a hub
-	shared          *slot
+	// coalesced liveness (coalesce.go). The election never holds the slot
+	// it shares with the hub: the actor reads the slot into a sharedView at
+	// the start of each step and installs the grant shareState returns at
+	// its end (hubView, shareWithHub), so the hub's records enter only as
+	// inputs.
+	coalesced       bool          // a hub carries this election's liveness
+	wave            *failoverWave // the node's fast failovers, counted by its hub (pacing.go); nil without one
 	hubPID          gen.PID
 	carried         map[gen.Atom]bool // nodes the hub carries this leader's rounds to
 	grantedFollow   gen.PID           // what the last shareState allowed the hub
@@ -199,7 +204,10 @@ type election struct {
 	electionDeadline time.Time
 
 	// campaign admission (pacing.go): the node's gate, nil for none;
-	// whether this election holds a turn, or waits for one
+	// whether this election holds a turn, or waits for one. The gate and
+	// the wave are the node-wide counters of pacing.go, consulted as the
+	// clock is: what they answer changes when an election campaigns, never
+	// what it may grant or how long it may lead.
 	turns                 turnGate
 	holdsTurn, awaitsTurn bool
 	campaignsQueued       uint64 // election timeouts that waited for a turn

@@ -362,9 +362,9 @@ func TestFailoverWaveCountsTheFailoversOfOneWindow(t *testing.T) {
 	assert.Equal(t, 0, w.join(t0.Add(window+time.Millisecond), window), "a failover after the window starts a new wave")
 	assert.Equal(t, 1, w.join(t0.Add(window+2*time.Millisecond), window))
 	assert.Equal(t, 0, w.join(t0, window), "a clock that went back starts a new wave")
-	var none *slot
-	assert.Equal(t, 0, none.joinWave(t0, window), "an election without a hub is never in a wave")
-	assert.Equal(t, 0, (&slot{}).joinWave(t0, window), "nor is one whose hub has not added it")
+	var none *failoverWave
+	assert.Equal(t, 0, none.join(t0, window), "an election without a hub is never in a wave")
+	assert.Equal(t, 0, (&slot{}).waveOf().join(t0, window), "nor is one whose hub has not added it")
 }
 
 func TestLeaderStepsDownWithoutAcknowledgements(t *testing.T) {

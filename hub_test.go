@@ -292,17 +292,17 @@ func TestSlotSettleAndShare(t *testing.T) {
 // leader counts as heard.
 func TestAckSentByTheHubIsTheFollowersPromise(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
-	h.e.shared = &slot{cluster: "c", actor: pid("a")}
+	s := &slot{cluster: "c", actor: pid("a")}
+	h.e.hubAttached(nil, pid("hub"))
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 2})
-	h.e.shareState()
-	require.Equal(t, pid("b"), h.e.shared.follow, "a follower of b lets the hub answer b")
+	shareTo(s, h.e)
+	require.Equal(t, pid("b"), s.follow, "a follower of b lets the hub answer b")
 
 	h.advance(h.e.cfg.electionTimeoutMin / 2)
-	h.e.shared.beatAt = h.now // the hub answered b's round now
+	s.beatAt = h.now // the hub answered b's round now
 	h.advance(h.e.cfg.electionTimeoutMin * 3 / 4)
-	h.e.now = h.now
-	h.e.settleShared()
-	assert.Equal(t, gen.PID{}, h.e.shared.follow, "withdrawn for the step")
+	h.e.stepStarts(h.now, settleFrom(s, h.e))
+	assert.Equal(t, gen.PID{}, s.follow, "withdrawn for the step")
 	assert.Equal(t, h.now.Add(-h.e.cfg.electionTimeoutMin*3/4), h.e.lastHeartbeatIn)
 	out := h.recv("c", msgVote{ClusterID: "c", Term: 2, ViewSize: 3})
 	assert.False(t, sentTo[msgVoteReply](out, "c")[0].Granted, "promised to b since the hub's answer")
@@ -316,30 +316,30 @@ func TestAckSentByTheHubIsTheFollowersPromise(t *testing.T) {
 // records.
 func TestRoundsTheHubOpenedRenewTheLease(t *testing.T) {
 	h := leaderOfThree(t)
-	h.e.shared = &slot{cluster: "c", actor: pid("a")}
-	h.e.shareState()
-	require.True(t, h.e.shared.lead)
+	s := &slot{cluster: "c", actor: pid("a")}
+	h.e.hubAttached(nil, pid("hub"))
+	shareTo(s, h.e)
+	require.True(t, s.lead)
 	h.advance(h.e.cfg.heartbeatInterval)
 	sent := h.now
 	next := h.e.round + 1
-	h.e.shared.rounds = []roundStamp{{round: next, at: sent}}
-	b := h.e.shared.link(node("b"))
+	s.rounds = []roundStamp{{round: next, at: sent}}
+	b := s.link(node("b"))
 	require.NotNil(t, b, "the leader shares its followers")
 	b.ack, b.ackAt = next, sent.Add(time.Millisecond)
-	h.e.shared.acksVersion++
+	s.acksVersion++
 	h.advance(2 * time.Millisecond)
 	require.False(t, h.e.leading(h.now), "the lease of the last step ran out")
 
 	round, lease, acked := h.e.round, h.e.leaseUntil, h.e.members[node("b")].ackRound
-	assert.True(t, h.e.leadingWhere(h.now, nil, h.e.peekShared()), "the hub's round counts between steps")
-	assert.Equal(t, sent.Add(actingLease(h.e.cfg)), h.e.actingUntil(nil, h.e.peekShared()))
+	assert.True(t, h.e.leadingWhere(h.now, nil, peekFrom(s, h.e)), "the hub's round counts between steps")
+	assert.Equal(t, sent.Add(actingLease(h.e.cfg)), h.e.actingUntil(nil, peekFrom(s, h.e)))
 	assert.Equal(t, round, h.e.round, "the query took nothing in")
 	assert.Equal(t, lease, h.e.leaseUntil, "the query renewed nothing")
-	assert.Len(t, h.e.shared.rounds, 1, "the hub still holds the round for the next step")
+	assert.Len(t, s.rounds, 1, "the hub still holds the round for the next step")
 	assert.Equal(t, acked, h.e.members[node("b")].ackRound, "nor did it take the ack")
 
-	h.e.now = h.now
-	h.e.settleShared()
+	h.e.stepStarts(h.now, settleFrom(s, h.e))
 	assert.Equal(t, next, h.e.round)
 	assert.Equal(t, sent.Add(actingLease(h.e.cfg)), h.e.leaseUntil, "the step agrees with the query")
 	assert.True(t, h.e.leading(h.now))

@@ -36,11 +36,11 @@ func (e *election) rewatching(now time.Time, node gen.Atom) {
 	e.monitoring(node)
 }
 
-// stepStarts is the start of a step at now: what the hub did meanwhile is
-// taken in (settleShared).
-func (e *election) stepStarts(now time.Time) {
+// stepStarts is the start of a step at now: what the hub did meanwhile,
+// read from the slot by the actor (hubView), is taken in (settleShared).
+func (e *election) stepStarts(now time.Time, hub sharedView) {
 	e.now = now
-	e.settleShared()
+	e.settleShared(hub)
 }
 
 // stepTook records how long the step just finished took (ergo:longest_step).
@@ -49,16 +49,17 @@ func (e *election) stepTook(d time.Duration) {
 }
 
 // hubAttached is the node's hub taking this election in: its records
-// arrive through slot from now on.
-func (e *election) hubAttached(s *slot, hub gen.PID) {
-	e.shared, e.hubPID = s, hub
+// arrive in the views of the actor's steps from now on, and its fast
+// failovers count in the node's wave.
+func (e *election) hubAttached(wave *failoverWave, hub gen.PID) {
+	e.coalesced, e.wave, e.hubPID = true, wave, hub
 }
 
 // hubDetached is the end of the hub, once what it did up to its end was
 // taken in (stepStarts): the election sends and answers its own heartbeats
 // again.
 func (e *election) hubDetached() {
-	e.shared, e.carried, e.hubPID = nil, nil, gen.PID{}
+	e.coalesced, e.wave, e.carried, e.hubPID = false, nil, nil, gen.PID{}
 }
 
 // departs marks an actor that handed over before it stops: it grants

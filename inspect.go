@@ -64,7 +64,7 @@ var inspectKeys = []inspectKey{
 	{"ergo:campaigns_queued", "election timeouts that waited for a turn to campaign (the elections of a node campaign a few dozen at a time)", func(e *election) string { return strconv.FormatUint(e.campaignsQueued, 10) }},
 	// coalesced liveness (coalesce.go, hub.go)
 	{"ergo:liveness_hub", "the node's liveness hub this election's heartbeats go through, \"none\" when it sends its own", func(e *election) string {
-		if e.shared == nil {
+		if e.coalesced == false {
 			return "none"
 		}
 		return pidText(e.hubPID)
@@ -81,7 +81,7 @@ var inspectKeys = []inspectKey{
 		return joinSorted(list)
 	}},
 	{"ergo:liveness_delegated", "as follower, whether the hub answers its leader's rounds for it", func(e *election) string {
-		return strconv.FormatBool(e.shared != nil && e.grantedFollow != (gen.PID{}))
+		return strconv.FormatBool(e.coalesced && e.grantedFollow != (gen.PID{}))
 	}},
 	// what operators chart (stats.go): counters since the actor started,
 	// durations as Go durations

@@ -109,7 +109,7 @@ func (e *election) sendHeartbeats() {
 		}
 	}
 	next := livenessInterval(e.cfg)
-	if len(direct) > 0 || e.shared == nil {
+	if len(direct) > 0 || e.coalesced == false {
 		e.openRound(e.round + 1)
 		hb := msgHeartbeat{ClusterID: e.cfg.clusterID, Term: e.term, Leader: e.self, Round: e.round, Fresh: int64(e.roundSent[len(e.roundSent)-1].fresh)}
 		for _, m := range direct {
@@ -165,7 +165,7 @@ func (e *election) keepChoreTimer() {
 		if e.leaderChoresPending() {
 			e.armTimer(timerHeartbeat, e.choreInterval())
 		}
-	case e.role == roleFollower && e.shared != nil:
+	case e.role == roleFollower && e.coalesced:
 		if e.choresPending() {
 			e.armTimer(timerHeartbeat, e.choreInterval())
 		}
@@ -251,7 +251,7 @@ func (e *election) leaderLost(pid gen.PID, reported time.Time, proof bool) {
 	if e.role != roleFollower {
 		return
 	}
-	others := e.shared.joinWave(e.now, waveWindow(e.cfg))
+	others := e.wave.join(e.now, waveWindow(e.cfg))
 	delay := e.fastFailoverDelay(others >= waveThreshold)
 	start := reported
 	if e.cfg.assumeSymmetricLoss == false && e.promisedTo == pid && e.promisedUntil.After(start) {

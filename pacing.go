@@ -387,8 +387,12 @@ type failoverWave struct {
 }
 
 // join records a fast failover starting at now and returns how many others
-// started within window before it.
+// started within window before it; 0 for no wave (an election without a
+// hub).
 func (w *failoverWave) join(now time.Time, window time.Duration) int {
+	if w == nil {
+		return 0
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.count == 0 || now.Before(w.start) || now.Sub(w.start) > window {
@@ -399,19 +403,12 @@ func (w *failoverWave) join(now time.Time, window time.Duration) int {
 	return others
 }
 
-// joinWave records a fast failover of the slot's election in its node's
-// wave; 0 without a hub.
-func (s *slot) joinWave(now time.Time, window time.Duration) int {
-	if s == nil {
-		return 0
-	}
+// waveOf is the wave of the slot's node, which its hub set when the slot
+// joined; nil before.
+func (s *slot) waveOf() *failoverWave {
 	s.mu.Lock()
-	w := s.wave
-	s.mu.Unlock()
-	if w == nil {
-		return 0
-	}
-	return w.join(now, window)
+	defer s.mu.Unlock()
+	return s.wave
 }
 
 // Spare losses: a leader's lost followers can wait too.

@@ -259,7 +259,7 @@ func (h *hub) fire(wakes []parkedWake) {
 // now: a follower's election timer while the hub answers its leader for
 // it, a leader's lease timer while the hub opens its rounds.
 func (a *Actor) parkable(kind timerKind) bool {
-	if a.hub == (gen.PID{}) || a.slot == nil || a.state.shared == nil {
+	if a.hub == (gen.PID{}) || a.slot == nil || a.state.coalesced == false {
 		return false
 	}
 	switch kind {

@@ -191,7 +191,7 @@ func TestChoresArePendingOnlyWhileSomethingIsOwed(t *testing.T) {
 // step that gave it one.
 func TestIdleLeaderArmsItsChoreTimerOnlyForAChore(t *testing.T) {
 	h := leaderOfThree(t)
-	h.e.shared = &slot{}
+	h.e.hubAttached(nil, pid("hub"))
 	h.e.carried = map[gen.Atom]bool{node("b"): true, node("c"): true}
 	for _, m := range h.e.members {
 		m.awaitingSince, m.watchAskedAt = time.Time{}, time.Time{}
@@ -219,7 +219,7 @@ func TestIdleLeaderArmsItsChoreTimerOnlyForAChore(t *testing.T) {
 func TestFollowerWithAHubResetsASilentConnection(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
-	h.e.shared = &slot{}
+	h.e.hubAttached(nil, pid("hub"))
 	for _, m := range h.e.members {
 		m.awaitingSince, m.watchAskedAt = time.Time{}, time.Time{}
 	}
@@ -267,7 +267,7 @@ func TestGhostSweepsResetASilentConnectionBeforeGhostTTL(t *testing.T) {
 	require.Greater(t, h.e.choreInterval(), h.e.cfg.ghostTTL, "the case: chores alone come too late")
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
 	h.recv("c", msgHello{ClusterID: "c"})
-	h.e.shared = &slot{}
+	h.e.hubAttached(nil, pid("hub"))
 	lostAt := h.now
 	require.True(t, h.e.down(h.now, pid("c"), gen.ErrNoConnection))
 	due := map[timerKind]time.Time{}
