@@ -112,7 +112,7 @@ func (a *Actor) hubDown(pid gen.PID, reason error) bool {
 		// so does this actor in a moment: nothing to warn of or retry
 		return true
 	}
-	a.SendAfter(a.PID(), hubRetry{}, a.state.cfg.electionTimeoutMin)
+	a.SendAfter(a.PID(), hubRetry{}, hubRejoinPause(a.state.cfg))
 	// The node's Stop sent every process its exit, this actor's own is on
 	// its way, and the operator asked for it; any other end is the same
 	// event for every election of the node. One warning for the node, not

@@ -299,7 +299,7 @@ func (a *Actor) resetConnection(node gen.Atom) {
 		return // nothing to reset; sends by name make the dialer connect
 	}
 	bound := a.state.silenceBound()
-	verdict, quiet := connectionResets.claim(a.Node(), node, remote.Info().MessagesIn, a.clock(), bound, a.state.cfg.electionTimeoutMin)
+	verdict, quiet := connectionResets.claim(a.Node(), node, remote.Info().MessagesIn, a.clock(), bound, silentMinQuiet(a.state.cfg))
 	switch verdict {
 	case resetRecent:
 		return // another election on this node reset it just now
@@ -316,7 +316,7 @@ func (a *Actor) resetConnection(node gen.Atom) {
 			a.state.cfg.clusterID, node, quiet.Round(time.Millisecond), bound)
 		pause := a.state.redialHold()
 		connectionResets.holdRedial(a.Node(), node, a.clock().Add(pause))
-		a.askDialer(dialRequest{Node: node, Reset: true, NoDial: true, Warning: warning, ProbeWait: a.state.cfg.electionTimeoutMin})
+		a.askDialer(dialRequest{Node: node, Reset: true, NoDial: true, Warning: warning, ProbeWait: linkProbeWait(a.state.cfg)})
 		return
 	}
 	warning := fmt.Sprintf("leader %q: peer %s has answered nothing for %s although the framework reports its node as connected, the connection has brought nothing from that node for %s, and the node's framework did not answer a request over it; "+
@@ -324,7 +324,7 @@ func (a *Actor) resetConnection(node gen.Atom) {
 		a.state.cfg.clusterID, node, bound, quiet.Round(time.Millisecond))
 	pause := redialPause(a.Node().Name(), node, a.Node().Network().NetworkFlags(), remote.Info().NetworkFlags, a.state.redialHold())
 	connectionResets.holdRedial(a.Node(), node, a.clock().Add(pause))
-	a.askDialer(dialRequest{Node: node, Reset: true, Pause: pause, Warning: warning, ProbeWait: a.state.cfg.electionTimeoutMin})
+	a.askDialer(dialRequest{Node: node, Reset: true, Pause: pause, Warning: warning, ProbeWait: linkProbeWait(a.state.cfg)})
 }
 
 // sampleInbound notes how many messages the connection to node has brought

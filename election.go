@@ -639,7 +639,7 @@ func (e *election) hearsLeader() bool {
 		return false
 	}
 	m, ok := e.members[e.leader.Node]
-	return ok && m.pid == e.leader && e.now.Sub(m.lastHeard) < e.cfg.electionTimeoutMin
+	return ok && m.pid == e.leader && e.now.Sub(m.lastHeard) < leaderHeardWithin(e.cfg)
 }
 
 func (e *election) handlePreVoteReply(m *member, reply msgPreVoteReply) {
@@ -866,9 +866,7 @@ func (e *election) startElection(why string) {
 	e.votedFor = e.self
 	e.votes = map[gen.Atom]bool{e.self.Node: true}
 	e.voteReplies = 0
-	// A round is counted for ElectionTimeoutMin: replies take a round trip,
-	// and a bound on every round is what makes quietPeriod enough.
-	e.roundCloses = e.now.Add(e.cfg.electionTimeoutMin)
+	e.roundCloses = e.now.Add(voteRound(e.cfg)) // a bound on every round makes quietPeriod enough
 	e.role = roleCandidate
 	e.leader = gen.PID{}
 	e.newTermRounds()
@@ -899,7 +897,7 @@ func (e *election) waitQuietPeriod() bool {
 	if e.now.Before(e.promisedUntil) && e.promisedTo != e.self {
 		// its own vote is a grant too: it keeps its promise to the leader
 		// it acknowledged or the candidate it voted for (lease.go)
-		e.electionDeadline = e.promisedUntil.Add(time.Duration(e.rng.Int64N(int64(e.cfg.electionTimeoutMax-e.cfg.electionTimeoutMin) + 1)))
+		e.electionDeadline = e.promisedUntil.Add(time.Duration(e.rng.Int64N(int64(timeoutSpread(e.cfg)) + 1)))
 		e.armElectionTimer(e.electionDeadline)
 		return true
 	}
@@ -921,12 +919,12 @@ func (e *election) waitQuietPeriod() bool {
 	// others, so the nodes of many elections started together each lead
 	// about an equal share of them, not the node that happened to start
 	// first (a node crash then re-elects a third of them, not half)
-	spread := e.cfg.electionTimeoutMax - e.cfg.electionTimeoutMin
+	spread := timeoutSpread(e.cfg)
 	from := e.startedAt.Add(e.quietPeriod() + time.Duration(e.startRank())*spread)
 	if e.now.Before(from) == false {
 		// the time is up but the term floor is unknown: ask the members
 		// not heard from yet, and look again after an election timeout
-		from = e.now.Add(e.cfg.electionTimeoutMin)
+		from = e.now.Add(floorAskEvery(e.cfg))
 		for _, m := range e.sortedMembers() {
 			if _, heard := e.floorTerms[m.node]; heard == false && e.now.Before(m.nextProbe) == false {
 				e.probe(m)

@@ -56,7 +56,7 @@ func (e *election) watchGone(m *member) {
 	}
 	// the first Hello one election timeout later: a node that stopped has
 	// closed its connections by then, so one still up is suspect
-	e.gone[m.node] = &member{node: m.node, name: name, lostAt: e.now, nextProbe: e.now.Add(e.cfg.electionTimeoutMax)}
+	e.gone[m.node] = &member{node: m.node, name: name, lostAt: e.now, nextProbe: e.now.Add(probeEvery(e.cfg))}
 	e.armGhostTimer()
 }
 

@@ -493,7 +493,7 @@ func (e *election) successorRefusal(m *member, connected func(gen.Atom) bool) st
 		return "it is not connected"
 	case m.ackTerm != e.term:
 		return fmt.Sprintf("it has not acknowledged a round of term %d", e.term)
-	case e.now.Sub(m.lastHeard) >= e.cfg.electionTimeoutMin:
+	case e.now.Sub(m.lastHeard) >= leaderHeardWithin(e.cfg):
 		return fmt.Sprintf("it was last heard %s ago, more than ElectionTimeoutMin", e.now.Sub(m.lastHeard).Round(time.Millisecond))
 	}
 	return ""
@@ -550,7 +550,7 @@ func (e *election) handoverTo(now time.Time, why string, connected func(gen.Atom
 		e.becomeFollower()
 	}
 	// do not campaign against the successor
-	e.notBefore = e.now.Add(e.cfg.electionTimeoutMax)
+	e.notBefore = e.now.Add(handoverHold(e.cfg))
 	e.resetElectionDeadline()
 	if target == nil {
 		return ""

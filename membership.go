@@ -167,9 +167,9 @@ const maxProbeBackoff = 3
 // falling while the peers start.
 func (e *election) probeSpacing(m *member) time.Duration {
 	if m.knownPID != (gen.PID{}) {
-		return e.cfg.electionTimeoutMax
+		return probeEvery(e.cfg)
 	}
-	spacing := e.cfg.electionTimeoutMax << min(m.probesUnanswered, maxProbeBackoff)
+	spacing := probeEvery(e.cfg) << min(m.probesUnanswered, maxProbeBackoff)
 	m.probesUnanswered++
 	return spacing + time.Duration(e.rng.Int64N(int64(spacing)/4+1))
 }
@@ -181,7 +181,7 @@ func (e *election) leave(node gen.Atom) {
 	if node == "" || node == e.self.Node {
 		return
 	}
-	e.withdrawn[node] = e.now.Add(e.cfg.electionTimeoutMax)
+	e.withdrawn[node] = e.now.Add(withdrawalHold(e.cfg))
 	delete(e.gone, node)
 	if m, ok := e.members[node]; ok {
 		delete(e.seats, node)
@@ -495,7 +495,7 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed, p
 		// thousands of elections' Hellos were a burst of their own. A connection that is back by then is found by that Hello
 		// as well; one this node reset itself (silence.go) is dialed again
 		// at once, as it was.
-		if m.lostAt.IsZero() || e.now.Sub(m.lostAt) >= e.cfg.electionTimeoutMin {
+		if m.lostAt.IsZero() || e.now.Sub(m.lostAt) >= lossRepeatWindow(e.cfg) {
 			m.lostAt = e.now
 			e.logf(levelInfo, "lost the connection to peer %s; it stays in the view for GhostTTL (%s) unless it comes back", pid.Node, e.cfg.ghostTTL)
 			if observed {
@@ -636,7 +636,7 @@ func (e *election) armGhostTimer() {
 		// rounds come through the hub hears no other member's term
 		at := e.startedAt.Add(e.quietPeriod())
 		if e.now.Before(at) == false {
-			at = e.now.Add(e.cfg.electionTimeoutMin)
+			at = e.now.Add(floorAskEvery(e.cfg))
 		}
 		if next.IsZero() || at.Before(next) {
 			next = at
@@ -747,7 +747,7 @@ func (e *election) sendResult(node gen.Atom, err error) {
 		}
 		if m.pid == (gen.PID{}) {
 			m.nameFailures++
-			m.nameBackoffUntil = e.now.Add(e.cfg.electionTimeoutMax << min(m.nameFailures-1, 1))
+			m.nameBackoffUntil = e.now.Add(probeEvery(e.cfg) << min(m.nameFailures-1, 1))
 		}
 		return
 	}

@@ -80,7 +80,7 @@ func (e *election) offerPledge(m *member, req msgPreVote) uint64 {
 		// another survivor may be the one to win: a pre-vote grant only
 		return 0
 	}
-	e.pledge = pledgeState{term: req.Term + 1, to: m.pid, until: e.now.Add(e.cfg.electionTimeoutMin)}
+	e.pledge = pledgeState{term: req.Term + 1, to: m.pid, until: e.now.Add(voteRound(e.cfg))}
 	e.pledgesGiven++
 	e.promise(m.pid, false)
 	// a vote for Term+1 would have moved this node there and ended what it
@@ -188,10 +188,10 @@ func (e *election) takePledge(m *member, reply msgPreVoteReply) bool {
 }
 
 // pledgeOpen reports whether a pledge may still be counted: within
-// ElectionTimeoutMin of the first pre-vote that asked for it, the bound on
-// every vote round (roundCloses).
+// voteRound of the first pre-vote that asked for it, the bound on every
+// vote round (roundCloses).
 func (e *election) pledgeOpen() bool {
-	return e.pledgeAskedTerm == e.term && e.now.Before(e.pledgeAskedAt.Add(e.cfg.electionTimeoutMin))
+	return e.pledgeAskedTerm == e.term && e.now.Before(e.pledgeAskedAt.Add(voteRound(e.cfg)))
 }
 
 // countPledges turns the pledges of the pre-vote round that started this
@@ -202,7 +202,7 @@ func (e *election) pledgeOpen() bool {
 func (e *election) countPledges(asked time.Time, pledges map[gen.Atom]bool) {
 	e.pledgedElection = true
 	e.roundSent[len(e.roundSent)-1].at = asked
-	e.roundCloses = asked.Add(e.cfg.electionTimeoutMin)
+	e.roundCloses = asked.Add(voteRound(e.cfg))
 	for node := range pledges {
 		m, ok := e.members[node]
 		if ok == false {

@@ -64,7 +64,7 @@ func (e *election) answerOtherCluster(from gen.PID, message any) {
 	default:
 		return
 	}
-	every := e.cfg.electionTimeoutMin / 2
+	every := otherClusterAnswerEvery(e.cfg)
 	if last, ok := e.otherClusterAnswered[from.Node]; ok && e.now.Sub(last) < every {
 		return
 	}
@@ -189,7 +189,7 @@ func (e *election) monitoring(node gen.Atom) {
 // longer connected, it is treated as lost (dialed).
 func (e *election) watchOverdue() {
 	overdue := func(m *member) bool {
-		return m.pid != (gen.PID{}) && m.watchAskedAt.IsZero() == false && e.now.Sub(m.watchAskedAt) >= e.cfg.electionTimeoutMin
+		return m.pid != (gen.PID{}) && m.watchAskedAt.IsZero() == false && e.now.Sub(m.watchAskedAt) >= watchAnswerWait(e.cfg)
 	}
 	for _, m := range sortedWhere(e.members, overdue) {
 		e.out.checkConnected = append(e.out.checkConnected, m.node)

@@ -103,8 +103,7 @@ func (e *election) electionTimeout() {
 
 // randomTimeout draws an election timeout from [min, max].
 func (e *election) randomTimeout() time.Duration {
-	lo, hi := e.cfg.electionTimeoutMin, e.cfg.electionTimeoutMax
-	return lo + time.Duration(e.rng.Int64N(int64(hi-lo)+1))
+	return e.cfg.electionTimeoutMin + time.Duration(e.rng.Int64N(int64(timeoutSpread(e.cfg))+1))
 }
 
 // resetElectionDeadline restarts the wait before campaigning. The timer is
@@ -113,7 +112,7 @@ func (e *election) randomTimeout() time.Duration {
 func (e *election) resetElectionDeadline() {
 	deadline := e.now.Add(e.randomTimeout())
 	if e.stats.leaderChanges == 0 {
-		deadline = deadline.Add(time.Duration(e.startRank()) * (e.cfg.electionTimeoutMax - e.cfg.electionTimeoutMin))
+		deadline = deadline.Add(time.Duration(e.startRank()) * timeoutSpread(e.cfg))
 	}
 	if deadline.Before(e.notBefore) {
 		deadline = e.notBefore

@@ -17,6 +17,7 @@ import (
 //	acting lease              14.25 ms F less the drift margin
 //	holding lease             142.5 ms the leader stands down when it runs out
 //	promise                   150 ms   an ack's or grant's promise; F after it on a sign of loss
+//	vote round                150 ms   a candidate counts a round's replies this long
 //	quiet period              165 ms   a fresh actor grants nothing
 //	fast-failover step        5 ms     the survivors' stagger, by rank
 
@@ -77,13 +78,29 @@ func holdingLease(cfg config) time.Duration { return lessDrift(cfg.electionTimeo
 // no sign that the leader is gone: ElectionTimeoutMin.
 func promiseLength(cfg config) time.Duration { return cfg.electionTimeoutMin }
 
+// voteRound is how long a candidate counts the replies to one vote round
+// (election.roundCloses): ElectionTimeoutMin. Replies take a round trip,
+// and a bound on every round is what makes quietPeriod enough.
+func voteRound(cfg config) time.Duration { return cfg.electionTimeoutMin }
+
+// leaderHeardWithin is how recently a follower must have heard its leader
+// to keep refusing other candidates' pre-votes for it (leader stickiness,
+// election.hearsLeader), and how recently a leader must have heard a member
+// to hand over to it (successorRefusal): ElectionTimeoutMin, the length of
+// the promise a live leader's rounds keep renewing.
+func leaderHeardWithin(cfg config) time.Duration { return cfg.electionTimeoutMin }
+
+// timeoutSpread is the random part of an election timeout:
+// ElectionTimeoutMax less ElectionTimeoutMin.
+func timeoutSpread(cfg config) time.Duration { return cfg.electionTimeoutMax - cfg.electionTimeoutMin }
+
 // quietPeriod is how long a freshly started actor grants no vote and no
 // pre-vote, and does not campaign (its own vote is a grant too). Its
 // previous incarnation, if any, may have granted a vote or promised a leader
 // its support just before it stopped. A promise lasts at most
-// promiseLength; a vote round is counted for at most ElectionTimeoutMin
-// after the candidate opened it (election.roundCloses), and the grant came
-// after that. Waiting ElectionTimeoutMin and a tenth from the start
+// promiseLength; a vote round is counted for at most voteRound after the
+// candidate opened it (election.roundCloses), and the grant came after
+// that. Waiting ElectionTimeoutMin and a tenth from the start
 // outlasts both in real time, on any two clocks within the drift bound
 // (1.1 x 0.975 > 1 / 0.975).
 func quietPeriod(cfg config) time.Duration {
@@ -117,6 +134,58 @@ func hubPeerSilence(cfg config) time.Duration { return 3 * cfg.heartbeatInterval
 // asks again: ten maximum election timeouts, so that thousands of
 // elections without a hub cost little.
 func hubRetryPause(cfg config) time.Duration { return 10 * cfg.electionTimeoutMax }
+
+// hubRejoinPause is how long an actor whose hub ended waits before it
+// joins the next one: ElectionTimeoutMin, time for the first election of
+// the node to start it, and for the rest to find it rather than each start
+// one.
+func hubRejoinPause(cfg config) time.Duration { return cfg.electionTimeoutMin }
+
+// handoverHold is how long a leader that handed over does not campaign
+// against its successor: ElectionTimeoutMax, longer than the successor's
+// campaign takes (departure.go).
+func handoverHold(cfg config) time.Duration { return cfg.electionTimeoutMax }
+
+// withdrawalHold is how long a Leave stays sticky: ElectionTimeoutMax, so
+// that traffic already in flight from the node cannot re-admit it.
+func withdrawalHold(cfg config) time.Duration { return cfg.electionTimeoutMax }
+
+// probeEvery is the spacing of Hellos to a member that has not answered
+// (membership.probeSpacing doubles it per unanswered Hello), and the delay
+// of the first Hello to a node whose member left (gone.go):
+// ElectionTimeoutMax.
+func probeEvery(cfg config) time.Duration { return cfg.electionTimeoutMax }
+
+// floorAskEvery is how often an actor that does not know its term floor
+// yet asks the members it has not heard from (lease.go): ElectionTimeoutMin.
+func floorAskEvery(cfg config) time.Duration { return cfg.electionTimeoutMin }
+
+// silentMinQuiet is how long a connection's message count must have been
+// still, at least, before a silence reset may cut it (dialer.go,
+// connectionBoard.claim): ElectionTimeoutMin; a sample taken later than
+// that could not tell.
+func silentMinQuiet(cfg config) time.Duration { return cfg.electionTimeoutMin }
+
+// linkProbeWait is how long the other node's framework has to answer the
+// probe over a silent connection before the connection is reset
+// (linkprobe.go): ElectionTimeoutMin. The probe runs off the actor, and a
+// black-holed link's reset comes that much later.
+func linkProbeWait(cfg config) time.Duration { return cfg.electionTimeoutMin }
+
+// otherClusterAnswerEvery is how often at most an actor answers a node
+// whose messages name another ClusterID (silence.go): twice per
+// ElectionTimeoutMin, enough for the sender's silence checks, and bounded
+// whatever the sender sends.
+func otherClusterAnswerEvery(cfg config) time.Duration { return cfg.electionTimeoutMin / 2 }
+
+// watchAnswerWait is how long the monitor of a member may go unanswered
+// before it counts as overdue (silence.go): ElectionTimeoutMin.
+func watchAnswerWait(cfg config) time.Duration { return cfg.electionTimeoutMin }
+
+// lossRepeatWindow is how soon after the last loss of a member's
+// connection another one is taken as the same loss (no new Hello, no new
+// log line): ElectionTimeoutMin.
+func lossRepeatWindow(cfg config) time.Duration { return cfg.electionTimeoutMin }
 
 // turnHold is how long a turn lasts at most: two maximum election
 // timeouts, longer than any one attempt.
@@ -161,12 +230,6 @@ func (e *election) stuckAfter() time.Duration {
 // node about as much as all of their heartbeats; nothing the chores do is
 // urgent (the lease and the election timer do not wait for them: the hub
 // fires those when they are due, parking.go).
-//
-// It was ten for one stop, while the lab's partition walkthrough failed
-// now and then at twenty: the lab aborted one end of each connection a
-// process spawn before the other, which breaks assumption A2, and the
-// interval only moved the timing. With both ends aborted together it
-// passes at twenty.
 func (e *election) choreInterval() time.Duration { return 20 * e.cfg.electionTimeoutMin }
 
 // silenceBound is how long a member may leave requests unanswered before

@@ -37,7 +37,7 @@ func TestDerivedDurationsKeepTheSafetyInequalities(t *testing.T) {
 			assert.Less(t, slow(holdingLease(cfg)), fast(promiseLength(cfg)), "a holding lease ends before a full promise")
 			assert.LessOrEqual(t, F, promiseLength(cfg), "a loss only ever shortens a promise")
 			assert.Greater(t, fast(quietPeriod(cfg)), slow(promiseLength(cfg)), "a restart outwaits its previous life's promises")
-			assert.Greater(t, fast(quietPeriod(cfg)), slow(cfg.electionTimeoutMin), "and the vote rounds it granted in")
+			assert.Greater(t, fast(quietPeriod(cfg)), slow(voteRound(cfg)), "and the vote rounds it granted in")
 			assert.Greater(t, hubPeerSilence(cfg), 2*livenessInterval(cfg))
 		})
 	}
