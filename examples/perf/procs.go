@@ -246,16 +246,19 @@ func (c *procCluster) spawn() (time.Time, error) {
 }
 
 // kill ends node i's process with SIGKILL and returns the moment it was
-// sent: a crash, its sockets closed by the kernel.
-func (c *procCluster) kill(i int) time.Time {
+// sent (a crash, its sockets closed by the kernel), and how long after it
+// the process had exited: the kernel closes a process's sockets on its way
+// out, so no survivor can see the crash before then.
+func (c *procCluster) kill(i int) (time.Time, time.Duration) {
 	n := c.nodes[i]
 	at := time.Now()
 	n.cmd.Process.Kill()
 	n.cmd.Wait()
+	exited := time.Since(at)
 	c.mu.Lock()
 	n.dead = true
 	c.mu.Unlock()
-	return at
+	return at, exited
 }
 
 func (c *procCluster) close() {

@@ -40,6 +40,7 @@ type procsCrash struct {
 	disturbed int             // elections it did not lead whose leader or term changed
 	unsettled int             // elections without an agreement just before the kill
 	lost      int             // elections still without a leader at the deadline
+	exited    time.Duration   // the kill -> the killed process had exited (its sockets closed)
 }
 
 // inProcessMany keeps section 6b's idle runs of this invocation, by size,
@@ -142,7 +143,8 @@ func crashProcs(p *plan, c *procCluster) *procsCrash {
 		}
 	}
 	pre, _ := c.cost()
-	killed := c.kill(k.victim)
+	killed, exited := c.kill(k.victim)
+	k.exited = exited
 	c.waitAllLed(killed, p.failoverWithin)
 	if post, err := c.cost(); err == nil && pre != nil {
 		p.progress("procs: the survivors' CPU from the kill until all were led (and up to 150 ms of polling after): %s over %s",
@@ -258,8 +260,8 @@ func procsReport(p *plan, runs []procsRun) (string, []summaryRow) {
 			case len(k.took) < k.led:
 				led = fmt.Sprintf("%d of them led again by the survivors: p50 %s ms, p99 %s ms, max %s ms after the kill", len(k.took), ms(d.pct(50)), ms(d.pct(99)), ms(d.max()))
 			}
-			fmt.Fprintf(&b, "\nThe crash: node %d, leading %d elections, killed (SIGKILL). %s; %d took more than one term (a split vote); %d elections it did not lead changed leader or term; %d without a leader %s after the kill; %d had no agreement just before it.\n\n",
-				k.victim+1, k.led, led, k.splits, k.disturbed, k.lost, p.failoverWithin, k.unsettled)
+			fmt.Fprintf(&b, "\nThe crash: node %d, leading %d elections, killed (SIGKILL); the kernel had ended the process (and closed its sockets) %s ms after the kill, before which no survivor can see the crash. %s; %d took more than one term (a split vote); %d elections it did not lead changed leader or term; %d without a leader %s after the kill; %d had no agreement just before it.\n\n",
+				k.victim+1, k.led, ms(k.exited), led, k.splits, k.disturbed, k.lost, p.failoverWithin, k.unsettled)
 		}
 		rows = append(rows, procsRows(r)...)
 	}
