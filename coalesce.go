@@ -124,9 +124,11 @@ type slot struct {
 	followKeyLeader gen.PID
 	followKeyTerm   uint64
 	// needBeat asks the hub for a record of this leader's round at its
-	// next tick: a new term, a new follower, a new hub, or the first round
-	// after leading began (vouch.go)
-	needBeat bool
+	// next tick: a new term, a new follower, a new hub, the first round
+	// after leading began (vouch.go), or a follower named as having left
+	// (hub.resendNamed, when it last did: namedResend)
+	needBeat    bool
+	namedResend time.Time
 	// vouched: the hub sent a record of this leader's term vouchedTerm
 	// and vouches for it in its pings until it raises its lead epoch
 	// (vouch.go); only the hub writes them
@@ -380,7 +382,7 @@ func (s *slot) share(g grant) {
 		// the end of a step that withdrew a follow permission: the answers
 		// to pings count for it again only if it granted the same one
 		same := follow == s.boundTo && g.followTerm == s.boundTerm && follow != (gen.PID{})
-		s.board.rebind(s.unboundFrom, s.unboundKey, same == false)
+		s.board.rebind(s.unboundFrom, s.unboundKey, s.actor.ID, same == false)
 		s.unboundFrom, s.unboundKey = "", stepKey{}
 	}
 	s.follow, s.followTerm = follow, g.followTerm

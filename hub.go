@@ -747,6 +747,8 @@ func (h *hub) beats(from gen.PID, message msgBeats) {
 				// how this hub's answers name the election while it is in
 				// a step (pings.go)
 				s.followKey, s.followKeyLeader, s.followKeyTerm = stepKey{hub: from, key: b.key}, leader, b.term
+				// bound to it now: no longer named for having left it
+				h.board.rebound(peer, s.followKey, s.actor.ID)
 				s.beatAt = now
 				// the round's F, which the follower's promise keeps after
 				// a sign of loss (election.extendFresh); the actor bounds it
@@ -812,6 +814,30 @@ func (h *hub) answerEpoch(node gen.Atom, hub gen.PID) (uint64, []byte) {
 	return epoch, appendKeys(nil, busy...)
 }
 
+// resendNamed has a leader's record go at the next tick when the answers
+// from node name its follower there twice in a row: that follower is no
+// longer in a step but has left it (pings.go, pingPeer.left), and only an
+// acknowledgement of the leader's record, which it gives if it follows
+// the leader again, lets that node's pings count for the leader again.
+// Before the answers named such a follower, its node raised its epoch,
+// and every leader here sent its record again. At most once per liveness
+// interval per leader: a follower that follows another leader answers
+// the record itself (hubBeat), and tells the leader of its newer term.
+func (h *hub) resendNamed(node gen.Atom, busy []uint64, now time.Time) {
+	for _, key := range busy {
+		s := h.byKey[key]
+		if s == nil || h.board.namedAgain(node, key) == false {
+			continue
+		}
+		s.mu.Lock()
+		if s.lead && s.needBeat == false && now.Sub(s.namedResend) >= s.interval {
+			s.needBeat, s.namedResend = true, now
+			s.quiet().Store(0) // the next tick visits it
+		}
+		s.mu.Unlock()
+	}
+}
+
 // sendConnected sends to another node only while the framework has a
 // connection to it. A send to a node that is not connected makes the
 // framework dial it on the sender's goroutine, and a dial to a node behind
@@ -860,6 +886,7 @@ func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 		h.resync = true // its followers must acknowledge a round again (pings.go)
 	}
 	h.lastEpoch[peer] = message.Epoch
+	h.resendNamed(peer, busy, now)
 	// each record's key is one this hub gave; whatever the other hub says
 	// about it, it says only about its own node's followers (link(peer))
 	each := func(buf []byte, record func(r *wireReader) (uint64, bool), apply func(l *followerLink, s *slot)) {

@@ -42,9 +42,13 @@ import (
 //     its leader's record, which the election noted with its last
 //     acknowledgement); only when the election cannot be named that way
 //     (it has acknowledged nothing through A's current hub for this
-//     leader and term) is the epoch raised first. The end of a step raises
-//     the epoch unless the election grants the very same permission again
-//     (same leader, same term: it changed nothing). A new election actor
+//     leader and term) is the epoch raised first. A step that ends with
+//     another permission than the one it withdrew (another leader, another
+//     term, or none) leaves the election named by that key in every later
+//     answer (pingPeer.left) until the hub acknowledges that leader's
+//     record for it again, which it does only while the election is bound
+//     to that leader; only when it cannot be named (its key is unknown)
+//     does the end of the step raise the epoch. A new election actor
 //     raises every epoch of its node before it can grant anything (the
 //     dead process it replaces cannot).
 //   - The leader on A counts a ping toward its acting lease, from the
@@ -67,7 +71,17 @@ import (
 // thousand of them some election is always in a step, so an epoch raised
 // for any of them moved at every answer, no acknowledgement's epoch lasted
 // long enough to count, and every leader had to send its record again,
-// which put its followers in a step again (docs/coalescing.md).
+// which put its followers in a step again (docs/coalescing.md). The same
+// holds for the elections that change what they follow: while thousands
+// of them start or fail over, an epoch raised at each change made every
+// other leader of the node resend its record at every tick.
+//
+// So every answer a leader counts for a follower on B, unless it names
+// the follower, was given while that follower was bound to it: from the
+// start of each of its steps the follower is named (unbound), from the
+// end of a step that changed its permission on (left), and that name goes
+// only when the hub acknowledges the leader's record for it, which it
+// does only under the follower's permission for that leader and term.
 
 // pingBoard is one node's record of pings, shared by its hub and its
 // election actors (goroutines of one OS process, hence the mutex).
@@ -107,6 +121,12 @@ type pingPeer struct {
 	// elections here that followed a leader on node and are in a step, by
 	// that leader's record key (a zero key: not known)
 	unbound map[stepKey]int
+	// elections here that stopped following the leader keyed so at the
+	// end of a step, until the hub acknowledges that leader's record for
+	// them again (rebound); named in every answer like the unbound. A
+	// raise of the epoch retires them all: no acknowledgement made before
+	// it counts.
+	left    map[leftName]struct{}
 	pongEnd time.Time // the latest end of an answered ping's F
 
 	// this node's hub pinging node's hub
@@ -146,6 +166,20 @@ func (a *pongSeen) names(key uint64) bool {
 // counts for nobody: a peer cannot make a hub keep or search an unbounded
 // list, and a list cut short would count for the elections cut off.
 const maxBusyKeys = 1 << 14
+
+// leftName is an election that left the leader keyed key: the election's
+// actor (its process ID on this node) with the key, so that the leader's
+// record acknowledged for another election here clears nothing of it.
+type leftName struct {
+	key      stepKey
+	follower uint64
+}
+
+// maxLeftKeys bounds the elections a board names for having left their
+// leader (pingPeer.left): past it the epoch is raised instead, which
+// retires every name. Keys of leaders that are gone, or of another node's
+// earlier hub, are never acknowledged again, and go the same way.
+const maxLeftKeys = maxBusyKeys / 2
 
 // answersPerEpoch is how many of the newest answers of one epoch a board
 // keeps: an election named by the newest (in a step) counts the newest
@@ -238,8 +272,7 @@ func (b *pingBoard) raisedSoFar() uint64 {
 func (b *pingBoard) raiseAll() {
 	b.mu.Lock()
 	for _, p := range b.peers {
-		p.epoch++
-		b.raised++
+		b.raise(p)
 	}
 	b.mu.Unlock()
 }
@@ -273,13 +306,33 @@ func (b *pingBoard) answerEpoch(node gen.Atom, hub gen.PID) (uint64, []uint64) {
 	var busy []uint64
 	for k := range p.unbound {
 		if k.key == 0 || k.hub != hub || len(busy) == maxBusyKeys {
-			p.epoch++
-			b.raised++
+			b.raise(p)
 			return p.epoch, nil // a new epoch: no acknowledgement made before counts it
 		}
 		busy = append(busy, k.key)
 	}
+	for name := range p.left {
+		k := name.key
+		if k.hub != hub {
+			// a key of node's earlier hub: the leaders of this one count
+			// no acknowledgement made before they joined it (hub.add)
+			continue
+		}
+		if len(busy) == maxBusyKeys {
+			b.raise(p)
+			return p.epoch, nil
+		}
+		busy = append(busy, k.key)
+	}
 	return p.epoch, busy
+}
+
+// raise moves p's epoch on, which retires the names of the elections that
+// left their leader; b.mu is held.
+func (b *pingBoard) raise(p *pingPeer) {
+	p.epoch++
+	b.raised++
+	clear(p.left)
 }
 
 // unbind counts an election that followed a leader on node as in a step,
@@ -296,9 +349,12 @@ func (b *pingBoard) unbind(node gen.Atom, key stepKey) time.Time {
 	return p.pongEnd
 }
 
-// rebind ends the step of an election unbind counted under key; raise,
-// unless it granted the same permission again.
-func (b *pingBoard) rebind(node gen.Atom, key stepKey, raise bool) {
+// rebind ends the step of the election of actor follower that unbind
+// counted under key. changed says it granted another permission than the
+// one the step withdrew: the election is named under key from now on
+// (left), or, when key is not known or too many are named, the epoch is
+// raised.
+func (b *pingBoard) rebind(node gen.Atom, key stepKey, follower uint64, changed bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.peer(node)
@@ -307,9 +363,27 @@ func (b *pingBoard) rebind(node gen.Atom, key stepKey, raise bool) {
 	} else {
 		p.unbound[key]--
 	}
-	if raise {
-		p.epoch++
-		b.raised++
+	if changed == false {
+		return
+	}
+	if key.key == 0 || len(p.left) >= maxLeftKeys {
+		b.raise(p)
+		return
+	}
+	if p.left == nil {
+		p.left = make(map[leftName]struct{})
+	}
+	p.left[leftName{key: key, follower: follower}] = struct{}{}
+}
+
+// rebound notes that the hub acknowledged the record of the leader on node
+// keyed key for the election of actor follower, bound to that leader: it
+// follows it again, and answers need not name it for having left it.
+func (b *pingBoard) rebound(node gen.Atom, key stepKey, follower uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := b.peers[node]; p != nil && len(p.left) > 0 {
+		delete(p.left, leftName{key: key, follower: follower})
 	}
 }
 
@@ -372,6 +446,28 @@ func (b *pingBoard) answerOf(node gen.Atom, epoch, key uint64) (pongSeen, bool) 
 		return pongSeen{}, false
 	}
 	return pongSeen{}, false
+}
+
+// namedAgain reports whether the two newest answers from node's hub both
+// name key: the election there is not in a step for a moment but left the
+// leader keyed so (pingPeer.left), or is in a long step.
+func (b *pingBoard) namedAgain(node gen.Atom, key uint64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.peers[node]
+	if p == nil || p.nextEpoch == 0 {
+		return false
+	}
+	e := &p.byEpoch[(p.nextEpoch-1)%answerEpochs]
+	if e.n < 2 {
+		return false
+	}
+	for j := 1; j <= 2; j++ {
+		if e.recent[(e.n-j)%answersPerEpoch].names(key) == false {
+			return false
+		}
+	}
+	return true
 }
 
 // pingStamp is when a hub sent a ping, and the F it gave it.

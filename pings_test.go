@@ -119,12 +119,12 @@ func TestPingsCountOnlyWhileTheFollowerIsBound(t *testing.T) {
 }
 
 // An answer sent while an election is in a step names it, and the epoch
-// stays; the epoch rises when a step ends with another permission, when
-// an election in a step cannot be named to the hub the answer goes to
-// (its key is unknown, or was given by another hub of that node), and when
-// a new actor starts. Breaks: pings stop counting for every quiet follower
-// (an epoch raised at every step: ten thousand elections never settle),
-// or count across a defection (one never raised).
+// stays; the epoch rises when a step whose key is unknown ends with another
+// permission, when an election in a step cannot be named to the hub the
+// answer goes to (its key is unknown, or was given by another hub of that
+// node), and when a new actor starts. Breaks: pings stop counting for every
+// quiet follower (an epoch raised at every step: ten thousand elections
+// never settle), or count across a defection (one never raised).
 func TestTheEpochRisesWhenAFollowerMayHaveDefected(t *testing.T) {
 	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
 	hubA := gen.PID{Node: node("a"), ID: 9, Creation: 1}
@@ -135,7 +135,7 @@ func TestTheEpochRisesWhenAFollowerMayHaveDefected(t *testing.T) {
 	during, busy := b.answerEpoch(node("a"), hubA)
 	assert.Equal(t, start, during, "an answer while a step is open keeps the epoch ...")
 	assert.Equal(t, []uint64{4}, busy, "... and names the election")
-	b.rebind(node("a"), named, false)
+	b.rebind(node("a"), named, 7, false)
 	after, busy := b.answerEpoch(node("a"), hubA)
 	assert.Equal(t, start, after, "a step that changed nothing")
 	assert.Empty(t, busy, "and the election is bound again")
@@ -143,14 +143,16 @@ func TestTheEpochRisesWhenAFollowerMayHaveDefected(t *testing.T) {
 	b.unbind(node("a"), stepKey{})
 	unknown, _ := b.answerEpoch(node("a"), hubA)
 	assert.NotEqual(t, start, unknown, "an election in a step whose key is unknown")
-	b.rebind(node("a"), stepKey{}, false)
+	b.rebind(node("a"), stepKey{}, 7, false)
 
 	b.unbind(node("a"), named)
 	other, _ := b.answerEpoch(node("a"), gen.PID{Node: node("a"), ID: 10, Creation: 1})
 	assert.NotEqual(t, unknown, other, "a key another hub of the node gave")
-	b.rebind(node("a"), named, true)
+	b.rebind(node("a"), named, 7, false)
+	b.unbind(node("a"), stepKey{})
+	b.rebind(node("a"), stepKey{}, 7, true)
 	changed, _ := b.answerEpoch(node("a"), hubA)
-	assert.NotEqual(t, other, changed, "a step that changed the permission")
+	assert.NotEqual(t, other, changed, "a step that changed the permission, its key unknown")
 	b.raiseAll()
 	last, _ := b.answerEpoch(node("a"), hubA)
 	assert.NotEqual(t, changed, last, "a new actor on the node")
@@ -342,4 +344,87 @@ func TestAnAnswerBeforeTheAckDoesNotCount(t *testing.T) {
 	p, ok := s.pongOf(&s.links[0])
 	require.True(t, ok, "a later answer of the same epoch counts")
 	assert.Equal(t, t0.Add(5*time.Millisecond), p.sent)
+}
+
+// A follower whose step ends with another permission (another leader,
+// another term, none) is named in every later answer, and the epoch stays,
+// so the other leaders of its leader's node keep counting their pings; the
+// name goes only when the hub acknowledges that leader's record for that
+// very follower again. Too many names, or a raise for any other reason,
+// retire them all with a new epoch. Breaks: an epoch raised at every
+// change (every leader of the node resends its record at every tick while
+// elections start or fail over), a name that goes too early (the old
+// leader counts the pings of a follower that left it), or one that another
+// follower's acknowledgement clears.
+func TestAFollowerThatLeftItsLeaderIsNamedUntilItFollowsItAgain(t *testing.T) {
+	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
+	hubA := gen.PID{Node: node("a"), ID: 9, Creation: 1}
+	left := stepKey{hub: hubA, key: 4}
+	start, _ := b.answerEpoch(node("a"), hubA)
+
+	b.unbind(node("a"), left)
+	b.rebind(node("a"), left, 7, true)
+	for range 3 {
+		epoch, busy := b.answerEpoch(node("a"), hubA)
+		assert.Equal(t, start, epoch, "no raise: the other leaders' acknowledgements keep counting")
+		assert.Equal(t, []uint64{4}, busy, "every answer names the follower that left")
+	}
+	b.rebound(node("a"), left, 8)
+	_, busy := b.answerEpoch(node("a"), hubA)
+	assert.Equal(t, []uint64{4}, busy, "another election's acknowledgement of that leader clears nothing")
+	_, busy = b.answerEpoch(node("a"), gen.PID{Node: node("a"), ID: 10, Creation: 1})
+	assert.Empty(t, busy, "a name is only for the hub that gave the key")
+	b.rebound(node("a"), left, 7)
+	epoch, busy := b.answerEpoch(node("a"), hubA)
+	assert.Equal(t, start, epoch)
+	assert.Empty(t, busy, "it follows that leader again")
+
+	for k := range uint64(maxLeftKeys) {
+		key := stepKey{hub: hubA, key: 100 + k}
+		b.unbind(node("a"), key)
+		b.rebind(node("a"), key, 7, true)
+	}
+	epoch, busy = b.answerEpoch(node("a"), hubA)
+	assert.Equal(t, start, epoch, "up to maxLeftKeys names")
+	assert.Len(t, busy, maxLeftKeys)
+	b.unbind(node("a"), left)
+	b.rebind(node("a"), left, 7, true)
+	epoch, busy = b.answerEpoch(node("a"), hubA)
+	assert.NotEqual(t, start, epoch, "one more: a new epoch instead")
+	assert.Empty(t, busy, "which retires every name")
+
+	b.unbind(node("a"), left)
+	b.rebind(node("a"), left, 7, true)
+	b.raiseAll()
+	_, busy = b.answerEpoch(node("a"), hubA)
+	assert.Empty(t, busy, "a new actor's raise retires them too")
+}
+
+// A follower that left its leader and then follows it again is named in
+// the answers until it acknowledges the leader's record; the leader's hub,
+// seeing it named twice in a row, sends that record at its next tick, and
+// the pings count for the leader again a few intervals later, with the
+// epoch unchanged. Breaks: no record goes (the leader counts nothing from
+// that node until the record refresh, a second later, and stands down if
+// it needed it), or the name outlives the acknowledgement.
+func TestALeaderWhoseFollowerCameBackSendsItsRecordAgain(t *testing.T) {
+	p := newPingPair(t)
+	start := p.tick()
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.tick()
+	require.Equal(t, p.now, p.counted(), "the pings count while it is bound")
+
+	p.follower.settle(0, 0)
+	p.follower.share(grant{}) // it left: it follows nobody
+	p.follower.settle(0, 0)
+	p.follower.share(grant{follow: pid("a"), followTerm: 1}) // and follows the leader again
+	left := p.now
+	records := p.a.records
+	for range 6 {
+		p.now = p.now.Add(5 * time.Millisecond)
+		assert.Equal(t, start, p.tick(), "no raise of the epoch")
+	}
+	assert.Greater(t, p.a.records, records, "the leader's record went again")
+	assert.True(t, p.counted().After(left), "pings answered after it acknowledged the record count again")
+	assert.Empty(t, p.b.board.peers[node("a")].left, "its name went with that acknowledgement")
 }
