@@ -819,14 +819,17 @@ func (h *hub) answerEpoch(node gen.Atom, hub gen.PID) (uint64, []byte) {
 // longer in a step but has left it (pings.go, pingPeer.left), and only an
 // acknowledgement of the leader's record, which it gives if it follows
 // the leader again, lets that node's pings count for the leader again.
-// Before the answers named such a follower, its node raised its epoch,
-// and every leader here sent its record again. At most once per liveness
+// Only the leaders named pay for it, where a raise of that node's epoch
+// would make every leader here send its record. At most once per liveness
 // interval per leader: a follower that follows another leader answers
 // the record itself (hubBeat), and tells the leader of its newer term.
 func (h *hub) resendNamed(node gen.Atom, busy []uint64, now time.Time) {
-	for _, key := range busy {
+	if len(busy) == 0 {
+		return
+	}
+	for _, key := range h.board.namedAgain(node, busy) {
 		s := h.byKey[key]
-		if s == nil || h.board.namedAgain(node, key) == false {
+		if s == nil {
 			continue
 		}
 		s.mu.Lock()

@@ -448,26 +448,29 @@ func (b *pingBoard) answerOf(node gen.Atom, epoch, key uint64) (pongSeen, bool) 
 	return pongSeen{}, false
 }
 
-// namedAgain reports whether the two newest answers from node's hub both
-// name key: the election there is not in a step for a moment but left the
-// leader keyed so (pingPeer.left), or is in a long step.
-func (b *pingBoard) namedAgain(node gen.Atom, key uint64) bool {
+// namedAgain returns the keys of busy that the two newest answers from
+// node's hub both name: the elections there are not in a step for a
+// moment but left the leaders keyed so (pingPeer.left), or are in a long
+// step. One lock and a binary search per key, whatever the answer names.
+func (b *pingBoard) namedAgain(node gen.Atom, busy []uint64) []uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.peers[node]
 	if p == nil || p.nextEpoch == 0 {
-		return false
+		return nil
 	}
 	e := &p.byEpoch[(p.nextEpoch-1)%answerEpochs]
 	if e.n < 2 {
-		return false
+		return nil
 	}
-	for j := 1; j <= 2; j++ {
-		if e.recent[(e.n-j)%answersPerEpoch].names(key) == false {
-			return false
+	newest, before := &e.recent[(e.n-1)%answersPerEpoch], &e.recent[(e.n-2)%answersPerEpoch]
+	var again []uint64
+	for _, key := range busy {
+		if newest.names(key) && before.names(key) {
+			again = append(again, key)
 		}
 	}
-	return true
+	return again
 }
 
 // pingStamp is when a hub sent a ping, and the F it gave it.
