@@ -302,3 +302,20 @@ func TestTheElectionHoldsNothingTheHubWrites(t *testing.T) {
 	walk(reflect.TypeOf(election{}))
 	require.True(t, seen[reflect.TypeOf(member{})], "the walk reached the members: it looks into the fields")
 }
+
+// A step whose only effect is of any kind is performed: the actor skips
+// performing when the effects are empty (Actor.flush). Breaks: a new kind
+// of effect left out of empty(), whose requests are then dropped whenever
+// a step has nothing else to do (as the connection checks of overdue
+// monitors were).
+func TestEveryKindOfEffectMakesTheEffectsNonEmpty(t *testing.T) {
+	ty := reflect.TypeOf(effects{})
+	for i := 0; i < ty.NumField(); i++ {
+		field := ty.Field(i)
+		require.Equal(t, reflect.Slice, field.Type.Kind(), "effects.%s: every kind of effect is a list", field.Name)
+		var out effects
+		v := reflect.ValueOf(&out).Elem().Field(i)
+		reflect.NewAt(v.Type(), v.Addr().UnsafePointer()).Elem().Set(reflect.MakeSlice(field.Type, 1, 1))
+		assert.False(t, out.empty(), "effects.%s alone is not empty", field.Name)
+	}
+}

@@ -124,7 +124,7 @@ type effects struct {
 }
 
 func (o *effects) empty() bool {
-	return len(o.sends)+len(o.timers)+len(o.monitor)+len(o.reset)+len(o.sampleInbound)+len(o.probeGone)+len(o.joined)+len(o.left)+len(o.turnWakes) == 0
+	return len(o.sends)+len(o.timers)+len(o.monitor)+len(o.reset)+len(o.sampleInbound)+len(o.checkConnected)+len(o.probeGone)+len(o.joined)+len(o.left)+len(o.turnWakes) == 0
 }
 
 // outbound is one message to send; node names the member it is for, so the
