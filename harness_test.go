@@ -45,6 +45,7 @@ type testLog struct {
 	warnings []string
 }
 
+func (l *testLog) Level() gen.LogLevel              { return gen.LogLevelDebug }
 func (l *testLog) Debug(format string, args ...any) {}
 func (l *testLog) Info(format string, args ...any)  {}
 func (l *testLog) Warning(format string, args ...any) {

@@ -1,6 +1,10 @@
 package leader
 
-import "time"
+import (
+	"time"
+
+	"ergo.services/ergo/gen"
+)
 
 type logLevel int
 
@@ -11,10 +15,23 @@ const (
 	levelError
 )
 
+// framework is the framework's level of the same name.
+func (l logLevel) framework() gen.LogLevel {
+	switch l {
+	case levelDebug:
+		return gen.LogLevelDebug
+	case levelInfo:
+		return gen.LogLevelInfo
+	case levelWarning:
+		return gen.LogLevelWarning
+	}
+	return gen.LogLevelError
+}
+
 // logf writes through the process logger, which already prefixes the node
 // and the process; the cluster id tells elections on one process apart.
 func (e *election) logf(level logLevel, format string, args ...any) {
-	if e.log == nil {
+	if e.log == nil || logsBelow(e.log, level) {
 		return
 	}
 	format = "leader %q: " + format
@@ -29,6 +46,16 @@ func (e *election) logf(level logLevel, format string, args ...any) {
 	default:
 		e.log.Error(format, args...)
 	}
+}
+
+// logsBelow reports whether log drops messages of level: the line is
+// then not built at all. A crash under many elections logs a line in each
+// of them, and building each one cost a tenth of a survivor's CPU there
+// while the node's level dropped them. A log at LogLevelDefault inherits a
+// level it does not say, so it gets every line.
+func logsBelow(log gen.Log, level logLevel) bool {
+	have := log.Level()
+	return have != gen.LogLevelDefault && have > level.framework()
 }
 
 // maxWarnedKeys bounds the rate limits warnEvery keeps.
