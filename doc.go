@@ -211,5 +211,5 @@
 // other node's framework does not answer over it); olderframeworks.go
 // holds what only a framework older than v3.3.0 needs, off when both ends
 // show the fix.
-// Logging: log.go; timers: timers.go.
+// Logging: log.go; timers: timers.go; the stack of an activation: stack.go.
 package leader
