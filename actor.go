@@ -525,6 +525,9 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		a.state.timer(now, m.Kind, m.Generation)
 		return nil
 	case peerDown, watchFailed, forgedDown, watchStarted, watchSuspect:
+		if d, ok := m.(peerDown); ok {
+			d.inFlight.taken() // whatever comes of it: the watcher paces by it
+		}
 		if a.fromWatcher(from, m) == false {
 			a.state.drop("foreign_down")
 			return nil

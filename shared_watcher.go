@@ -3,6 +3,7 @@ package leader
 import (
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -262,8 +263,10 @@ func (w *watcher) armLate(after time.Duration) {
 func (w *watcher) flushLate() {
 	w.lateArmed = false
 	now := w.clock()
-	var more bool
-	w.late, more = w.deliverLate(w.late, now, lateBatch)
+	more := true
+	if room := w.flight.room(lateBatch, now); room > 0 {
+		w.late, more = w.deliverLate(w.late, now, room)
+	}
 	if len(w.late) == 0 {
 		return
 	}
@@ -292,9 +295,9 @@ func (w *watcher) flushOutbox() {
 	if w.outboxArmed || len(w.outbox) == 0 {
 		return
 	}
-	n := min(len(w.outbox), outboxBatch)
+	n := min(len(w.outbox), w.flight.room(outboxBatch, w.clock()))
 	for _, l := range w.outbox[:n] {
-		w.process.Send(l.to, l.down)
+		w.process.Send(l.to, w.flight.hand(l.down))
 	}
 	rest := copy(w.outbox, w.outbox[n:])
 	clear(w.outbox[rest:])
@@ -311,6 +314,67 @@ func (w *watcher) flushOutbox() {
 		return
 	}
 	w.outboxArmed = true
+}
+
+// The paced downs wait for their elections, too: at most downsInFlightMax
+// of them are handed over and not taken yet at any time. The pace alone
+// handed a 10,000-election crash's downs over faster than the survivors'
+// elections took them (each one starts a failover: a step, a pre-vote,
+// its answers), thousands were queued for the cores within a tenth of a
+// second, and the network's readers and the liveness hub waited behind
+// them past the holding lease, as above. Counting what is still in the
+// elections' mailboxes keeps the queue they make a few milliseconds deep
+// whatever the cores' speed; the pace still bounds the rate.
+const downsInFlightMax = 32
+
+// flightStall is how long the count of downs not taken may stay unchanged
+// before the watcher stops waiting for it: an election that ended with a
+// down in its mailbox never takes it, and must not hold the others' back.
+const flightStall = 50 * time.Millisecond
+
+// downsInFlight counts the paced downs handed over and not taken yet. The
+// shared watcher raises it, each election lowers it as it takes its down.
+type downsInFlight struct{ n atomic.Int64 }
+
+// taken records that an election took its down.
+func (d *downsInFlight) taken() {
+	if d != nil {
+		d.n.Add(-1)
+	}
+}
+
+// flightGauge is the shared watcher's side of downsInFlight.
+type flightGauge struct {
+	count *downsInFlight
+	seen  int64     // the count when last looked at
+	moved time.Time // when it last changed
+}
+
+// hand marks down as paced: counted until its election takes it.
+func (g *flightGauge) hand(down peerDown) peerDown {
+	if g.count == nil {
+		g.count = &downsInFlight{}
+	}
+	g.count.n.Add(1)
+	down.inFlight = g.count
+	return down
+}
+
+// room is how many paced downs may go out now, at most batch.
+func (g *flightGauge) room(batch int, now time.Time) int {
+	if g.count == nil {
+		return min(batch, downsInFlightMax)
+	}
+	n := g.count.n.Load()
+	switch {
+	case n != g.seen:
+		g.seen, g.moved = n, now
+	case n > 0 && now.Sub(g.moved) >= flightStall:
+		// nobody took one for a while: downs of ended elections
+		g.count.n.Add(-n)
+		n, g.seen, g.moved = 0, 0, now
+	}
+	return max(0, min(batch, downsInFlightMax-int(n)))
 }
 
 // outboxBatch and outboxPace pace the downs that may not wait (a leader's
@@ -365,7 +429,11 @@ func (w *watcher) deliverLate(list []lateDown, now time.Time, limit int) (rest [
 		if l.leaderLoss != nil && l.leaderLoss.stillDeferred(l.down.PID) == false {
 			continue // the actor handled it already (takeDeferred)
 		}
-		w.process.Send(l.to, l.down)
+		down := l.down
+		if limit > 0 {
+			down = w.flight.hand(down) // paced
+		}
+		w.process.Send(l.to, down)
 		sent++
 	}
 	clear(list[len(keep):])

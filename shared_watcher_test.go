@@ -214,11 +214,13 @@ func TestSharedWatcherTakesTheFirstDownOfALostConnectionForAll(t *testing.T) {
 }
 
 // A lost connection's downs that may not wait go out outboxBatch at a time,
-// outboxPace apart, every one of them, in the order they came. Breaks:
-// handed over in one loop, a node crash under thousands of elections made
-// thousands of actor steps runnable at once on each survivor, and the
-// network's readers and the liveness hub queued behind them long enough
-// for every other election's leader to lose its holding lease.
+// outboxPace apart, every one of them, in the order they came, and never
+// more than downsInFlightMax that their elections have not taken yet.
+// Breaks: handed over in one loop, or faster than the elections take them,
+// a node crash under thousands of elections made thousands of actor steps
+// runnable at once on each survivor, and the network's readers and the
+// liveness hub queued behind them long enough for every other election's
+// leader to lose its holding lease.
 func TestSharedWatcherPacesALostConnectionsDowns(t *testing.T) {
 	w, p, _, _ := newSharedWatcher()
 	const elections = outboxBatch*2 + 5
@@ -245,17 +247,55 @@ func TestSharedWatcherPacesALostConnectionsDowns(t *testing.T) {
 		}
 		return to
 	}
-	require.Equal(t, actors[:outboxBatch], downsTo(), "the first batch at once")
+	first := min(outboxBatch, downsInFlightMax)
+	require.Equal(t, actors[:first], downsTo(), "the first batch at once")
 	require.Contains(t, p.sent, any(outboxFlush{}), "and a reminder for the rest")
 	assert.Contains(t, p.after, outboxPace)
+	require.Len(t, p.inFlight, first, "every one of them counted until taken")
+
+	require.NoError(t, w.handle(fromSelf(p, outboxFlush{}), false))
+	assert.Len(t, downsTo(), first, "none more while the elections have not taken theirs")
+	taken := 0
+	takeAll := func() {
+		for ; taken < len(p.inFlight); taken++ {
+			p.inFlight[taken].taken()
+		}
+	}
 	for batch := 1; len(downsTo()) < elections; batch++ {
-		require.LessOrEqual(t, batch, 2, "every down goes out within three batches")
+		require.LessOrEqual(t, batch, elections/min(outboxBatch, downsInFlightMax)+1, "every down goes out")
+		takeAll()
 		before := len(downsTo())
 		require.NoError(t, w.handle(fromSelf(p, outboxFlush{}), false))
-		require.LessOrEqual(t, len(downsTo())-before, outboxBatch, "at most a batch per reminder")
+		sent := len(downsTo()) - before
+		require.Positive(t, sent, "taken: the next ones go out")
+		require.LessOrEqual(t, sent, min(outboxBatch, downsInFlightMax), "at most a batch per reminder, and no more than may be in flight")
 	}
 	assert.Equal(t, actors, downsTo(), "every election told once, in order")
 	assert.Empty(t, w.outbox)
+}
+
+// A paced down whose election never takes it (the election ended with it
+// in its mailbox) holds the others back for flightStall at most.
+func TestSharedWatcherStopsWaitingForDownsNobodyTakes(t *testing.T) {
+	w, p, _, _ := newSharedWatcher()
+	const elections = downsInFlightMax + 3
+	target := pid("b")
+	for i := range elections {
+		actor := gen.PID{Node: node("a"), ID: uint64(1000 + i), Creation: 1}
+		require.NoError(t, w.handle(request(actor, watchRequest{PID: target}), false))
+	}
+	p.sent, p.sentTo, p.after = nil, nil, nil
+	require.NoError(t, w.handle(fromCore(gen.MessageDownNode{Name: target.Node}), true))
+	require.Equal(t, downsInFlightMax, countOf[peerDown](p.sent))
+	now := t0
+	w.clock = func() time.Time { return now }
+	require.NoError(t, w.handle(fromSelf(p, outboxFlush{}), false))
+	now = now.Add(flightStall - time.Millisecond)
+	require.NoError(t, w.handle(fromSelf(p, outboxFlush{}), false))
+	require.Equal(t, downsInFlightMax, countOf[peerDown](p.sent), "waiting for them, within flightStall")
+	now = now.Add(2 * time.Millisecond)
+	require.NoError(t, w.handle(fromSelf(p, outboxFlush{}), false))
+	assert.Equal(t, elections, countOf[peerDown](p.sent), "past it: the rest go out")
 }
 
 // The late downs (followers of a living leader, downHints) go out
@@ -278,8 +318,12 @@ func TestSharedWatcherPacesItsLateDowns(t *testing.T) {
 	require.Len(t, w.late, elections)
 	now := t0.Add(75 * time.Millisecond)
 	w.clock = func() time.Time { return now }
+	taken := 0
 	for batch := 0; downs() < elections; batch++ {
 		require.Less(t, batch, 3, "every late down goes out within three batches")
+		for ; taken < len(p.inFlight); taken++ {
+			p.inFlight[taken].taken() // the elections took what they were given
+		}
 		before, after := downs(), len(p.after)
 		require.NoError(t, w.handle(fromSelf(p, lateFlush{}), false))
 		require.LessOrEqual(t, downs()-before, lateBatch, "at most a batch per reminder")
@@ -288,4 +332,19 @@ func TestSharedWatcherPacesItsLateDowns(t *testing.T) {
 		}
 	}
 	assert.Empty(t, w.late)
+}
+
+// An election lowers the count of paced downs for every one it takes, the
+// ones it drops included. Breaks: a down the actor does not count stays in
+// flight, and the watcher waits flightStall for it at every batch.
+func TestAnElectionCountsEveryPacedDownItTakes(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	a := &Actor{state: h.e, clock: func() time.Time { return h.now }}
+	var g flightGauge
+	for range 3 {
+		down := g.hand(peerDown{PID: pid("b"), Reason: gen.ErrNoConnection, At: t0})
+		require.NoError(t, a.handleRegular(pid("x"), down)) // not its watcher: dropped
+	}
+	assert.Zero(t, g.count.n.Load(), "every down taken, though dropped")
+	assert.EqualValues(t, 3, h.e.dropped["foreign_down"])
 }

@@ -130,6 +130,10 @@ type peerDown struct {
 	// actor of the last of a thousand elections gets its down tens of
 	// milliseconds after the watcher did, and its step has run by then.
 	At time.Time
+	// inFlight is the shared watcher's count of the paced downs not taken
+	// yet, which the actor lowers when this one comes (nil for a down
+	// handed over unpaced)
+	inFlight *downsInFlight
 }
 
 // forgedDown reports a down-shaped message the framework did not deliver.
@@ -170,10 +174,11 @@ type watcher struct {
 	pending map[gen.PID]bool             // shared: monitor asked, no answer yet
 	// shared: downs of processes no actor watches (any more), dropped
 	unwatchedDowns uint64
-	late           []lateDown // shared: downs handed over late, in order
-	lateArmed      bool       // a lateFlush is on its way
-	outbox         []lateDown // shared: a lost connection's downs due now, paced (outboxBatch)
-	outboxArmed    bool       // an outboxFlush is on its way
+	late           []lateDown  // shared: downs handed over late, in order
+	lateArmed      bool        // a lateFlush is on its way
+	outbox         []lateDown  // shared: a lost connection's downs due now, paced (outboxBatch)
+	outboxArmed    bool        // an outboxFlush is on its way
+	flight         flightGauge // shared: the paced downs not taken yet (downsInFlightMax)
 	// watching holds the processes this watcher monitors (its Monitor
 	// succeeded and no down has come since): only for those does an
 	// ErrTargetExist mean the monitor is in place.

@@ -20,6 +20,7 @@ type scriptedProcess struct {
 	sent         []any
 	sentTo       []any
 	after        []time.Duration
+	inFlight     []*downsInFlight  // the count each paced down went with, in order
 	unconnected  map[gen.Atom]bool // nodes the network reports as not connected
 	unregistered bool              // UnregisterName was called
 }
@@ -62,6 +63,12 @@ func (p *scriptedProcess) Monitor(target any) error {
 func (p *scriptedProcess) MonitorNode(node gen.Atom) error { return nil }
 
 func (p *scriptedProcess) Send(to any, message any) error {
+	if d, ok := message.(peerDown); ok && d.inFlight != nil {
+		// kept apart, so that the tests compare what the election is told
+		p.inFlight = append(p.inFlight, d.inFlight)
+		d.inFlight = nil
+		message = d
+	}
 	p.sent = append(p.sent, message)
 	p.sentTo = append(p.sentTo, to)
 	return nil
