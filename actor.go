@@ -367,11 +367,24 @@ func (a *Actor) ProcessRun() (reason error) {
 		if a.departing != nil && a.departing.over(a.state.term, a.clock()) {
 			return a.departing.reason
 		}
+		message, ok := a.pop()
+		var logged any
+		if ok == false {
+			if logged, ok = a.mailbox.Log.Pop(); ok == false {
+				// Nothing left: the activation ends. The last step shared
+				// its state with the hub and synced its timers; no step
+				// starts for an empty mailbox, since starting one takes
+				// the election's permissions back from the hub, which
+				// costs its ping board an unbinding and a binding again
+				// at every activation.
+				return nil
+			}
+		}
 		var err error
 		started := a.clock()
 		// the hub acts for this actor only between its steps (coalesce.go)
 		a.state.stepStarts(started, a.hubView())
-		if message, ok := a.pop(); ok {
+		if message != nil {
 			// A leader whose lease ran out while it was busy or stalled
 			// stands down before it handles anything else (lease.go).
 			if a.state.role == roleLeader {
@@ -382,14 +395,8 @@ func (a *Actor) ProcessRun() (reason error) {
 				err = a.dispatch(message)
 			}
 			gen.ReleaseMailboxMessage(message)
-		} else if value, ok := a.mailbox.Log.Pop(); ok {
-			if entry, isLog := value.(gen.MessageLog); isLog {
-				err = a.behavior.HandleLog(entry)
-			}
-		} else {
-			a.shareWithHub()
-			a.syncTimers()
-			return nil
+		} else if entry, isLog := logged.(gen.MessageLog); isLog {
+			err = a.behavior.HandleLog(entry)
 		}
 		if err == nil {
 			err = a.flush()
