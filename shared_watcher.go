@@ -287,12 +287,17 @@ func (w *watcher) flushLate() {
 // outboxBatch of a lost connection's downs.
 type outboxFlush struct{}
 
-// flushOutbox hands over at most outboxBatch of the downs due now, and
-// comes back for the rest outboxPace later. Only a shared watcher's lost
-// connections queue there: a node crash hands it a down for every election
-// with a member there, a thousand or more at once.
+// flushOutbox hands over at most outboxBatch of the downs due now, as
+// many as downsInFlightMax allows, and comes back for the rest outboxPace
+// later. Only a shared watcher's lost connections queue there: a node
+// crash hands it a down for every election with a member there, a
+// thousand or more at once. The watcher looks again after each process
+// of a lost connection it forwards (forward), not only at its reminder: it
+// takes a while over ten thousand of them (10 µs each), and the reminder
+// waits for it in its mailbox, while the elections on the other cores take
+// their downs and the next ones may go.
 func (w *watcher) flushOutbox() {
-	if w.outboxArmed || len(w.outbox) == 0 {
+	if len(w.outbox) == 0 {
 		return
 	}
 	n := min(len(w.outbox), w.flight.room(outboxBatch, w.clock()))
@@ -302,7 +307,7 @@ func (w *watcher) flushOutbox() {
 	rest := copy(w.outbox, w.outbox[n:])
 	clear(w.outbox[rest:])
 	w.outbox = w.outbox[:rest]
-	if rest == 0 {
+	if rest == 0 || w.outboxArmed {
 		return
 	}
 	if _, err := w.process.SendAfter(w.process.PID(), outboxFlush{}, outboxPace); err != nil {

@@ -348,3 +348,27 @@ func TestAnElectionCountsEveryPacedDownItTakes(t *testing.T) {
 	assert.Zero(t, g.count.n.Load(), "every down taken, though dropped")
 	assert.EqualValues(t, 3, h.e.dropped["foreign_down"])
 }
+
+// Downs go out as soon as their elections take the ones before, not only
+// at the watcher's reminder: a lost connection of ten thousand processes
+// keeps the watcher busy for a while, with the reminder queued behind.
+// Breaks: the first downsInFlightMax go out, and the rest wait for the
+// end of the whole lost connection.
+func TestSharedWatcherHandsDownsOverWhileStillForwarding(t *testing.T) {
+	w, p, _, _ := newSharedWatcher()
+	target := pid("b")
+	for i := range downsInFlightMax * 3 {
+		actor := gen.PID{Node: node("a"), ID: uint64(1000 + i), Creation: 1}
+		require.NoError(t, w.handle(request(actor, watchRequest{PID: target}), false))
+	}
+	p.sent, p.sentTo, p.after = nil, nil, nil
+	require.NoError(t, w.handle(fromCore(gen.MessageDownNode{Name: target.Node}), true))
+	require.Equal(t, downsInFlightMax, countOf[peerDown](p.sent))
+	require.True(t, w.outboxArmed, "a reminder on its way")
+	for _, d := range p.inFlight[:10] {
+		d.taken()
+	}
+	w.flushOutbox() // what forward does after each process
+	assert.Equal(t, downsInFlightMax+10, countOf[peerDown](p.sent), "as many more as were taken")
+	assert.Equal(t, 1, countOf[outboxFlush](p.sent), "and one reminder still")
+}

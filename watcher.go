@@ -273,17 +273,17 @@ func (w *watcher) forward(pid gen.PID, reason error) {
 	at := w.clock()
 	for _, sub := range w.audience(pid) {
 		if lost && sub.losses != nil {
-			sub.losses.mark(pid.Node, w.clock())
+			sub.losses.mark(pid.Node, at)
 		}
 		if lost && w.shared {
-			late := peerDown{PID: pid, Reason: reason, Since: w.clock(), At: at}
+			late := peerDown{PID: pid, Reason: reason, Since: at, At: at}
 			if sub.hints.deferLeaderLoss(late) {
 				w.postponeLeaderLoss(sub.actor, late, sub.hints)
 				continue
 			}
 		}
 		if d := sub.hints.delay(pid, reason); d > 0 {
-			late := peerDown{PID: pid, Reason: reason, Since: w.clock(), At: at}
+			late := peerDown{PID: pid, Reason: reason, Since: at, At: at}
 			if w.shared {
 				w.postpone(sub.actor, late, d)
 				continue
