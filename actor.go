@@ -344,7 +344,7 @@ func (a *Actor) ProcessKind() gen.ProcessKind {
 // ProcessRun implements gen.ProcessBehavior. It drains the mailbox (Urgent,
 // System, Main, then Log) and returns nil to sleep once it is empty.
 func (a *Actor) ProcessRun() (reason error) {
-	reserveStack()
+	_ = reserveStack(0)
 	if lib.Recover() {
 		defer func() {
 			if r := recover(); r != nil {

@@ -154,7 +154,7 @@ func neverEnds(handle func(m *gen.MailboxMessage, system bool)) func(*gen.Mailbo
 //
 // A non-nil result of handle ends the process with that reason.
 func serveHelper(process gen.Process, handle func(m *gen.MailboxMessage, system bool) error) (reason error) {
-	reserveStack()
+	_ = reserveStack(0)
 	if lib.Recover() {
 		defer func() {
 			if r := recover(); r != nil {

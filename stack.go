@@ -14,14 +14,12 @@ package leader
 // stackReserve is the stack a step fits in, with room to spare.
 const stackReserve = 16 << 10
 
-// stackTouch keeps the reserve's frame from being optimised away.
-var stackTouch byte
-
 // reserveStack grows the calling goroutine's stack to at least
-// stackReserve in one copy.
+// stackReserve in one copy. It returns a byte of its frame, which callers
+// drop, so that the compiler keeps the frame (at an index it cannot know).
 //
 //go:noinline
-func reserveStack() {
+func reserveStack(at int) byte {
 	var frame [stackReserve * 3 / 4]byte
-	stackTouch = frame[int(stackTouch)%len(frame)]
+	return frame[at%len(frame)]
 }
