@@ -161,7 +161,7 @@ type slot struct {
 	// tick reads the quiet followers' times from adjacent memory instead
 	// of visiting each slot; until the hub adds the slot it is nil and
 	// quiet() uses own. The pointer changes under mu.
-	quietUntil *atomic.Int64
+	quietUntil *quietCell
 	own        atomic.Int64
 }
 
@@ -170,7 +170,19 @@ func (s *slot) quiet() *atomic.Int64 {
 	if s.quietUntil == nil {
 		return &s.own
 	}
-	return s.quietUntil
+	return &s.quietUntil.until
+}
+
+// quietCell is a slot's quiet time, in a block of adjacent cells the hub
+// keeps in the order of its slots, with what a follower's parked election
+// timer waits on until the hub's next visit of it (waits: its leader's
+// pings, vouchedDue). The hub's goroutine alone reads and writes waits,
+// at its visits and ticks; waits is read only while until is not 0, and
+// everything that could change what the timer waits on sets until to 0,
+// so a stale one is never read.
+type quietCell struct {
+	until atomic.Int64
+	waits vouchedDue
 }
 
 // followerLink is the hub's record of one follower node of a leader.

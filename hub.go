@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -81,9 +80,12 @@ type hub struct {
 	order   []*slot // the slots, by actor: deterministic sends, and no map lookup per slot per tick
 	// orderQuiet[i] is order[i]'s quietUntil, in quietBlock-sized blocks
 	// of adjacent cells (quietCell)
-	orderQuiet []*atomic.Int64
-	quietFree  []atomic.Int64 // the rest of the newest block
-	byCluster  map[string][]*slot
+	orderQuiet []*quietCell
+	quietFree  []quietCell // the rest of the newest block
+	// vouchSeen is the board's vouching of every node as a tick began
+	// (passVouched)
+	vouchSeen map[*pingPeer]vouchSeen
+	byCluster map[string][]*slot
 	// keys (routes.go): byKey finds a slot by the key this hub gave it,
 	// routes another hub's keys by the node they come from
 	byKey        map[uint64]*slot
@@ -108,6 +110,9 @@ type hub struct {
 	lateTicks   uint64
 	lateMax     time.Duration
 	tickLongest time.Duration
+	// slots the ticks visited (took the lock of), and followers they
+	// passed by on their leader's pings instead (passVouched)
+	visits, passed uint64
 
 	// pings (pings.go)
 	board     *pingBoard
@@ -171,6 +176,7 @@ func (h *hub) init() {
 	h.leadEpoch = rand.Uint64()>>2 | 1 // 0 is a hub that vouches for nothing
 	h.lastEpoch = make(map[gen.Atom]uint64)
 	h.peerUp = make(map[gen.Atom]bool)
+	h.vouchSeen = make(map[*pingPeer]vouchSeen)
 	if h.board == nil {
 		h.board = &pingBoard{peers: make(map[gen.Atom]*pingPeer)} // a hub of its own (tests)
 	}
@@ -416,9 +422,9 @@ const quietBlock = 512
 // quietCell returns a fresh quietUntil cell next to the previous one's.
 // The cells of slots that left are not reused: a slot's actor may still
 // clear its cell after the hub dropped it.
-func (h *hub) quietCell() *atomic.Int64 {
+func (h *hub) quietCell() *quietCell {
 	if len(h.quietFree) == 0 {
-		h.quietFree = make([]atomic.Int64, quietBlock)
+		h.quietFree = make([]quietCell, quietBlock)
 	}
 	cell := &h.quietFree[0]
 	h.quietFree = h.quietFree[1:]
@@ -451,16 +457,28 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 	var wake []gen.PID
 	var due []parkedWake
 	horizon := parkHorizon(h.interval())
+	if ticking {
+		h.board.vouchEpochs(h.vouchSeen)
+	}
 	// a tick passes h.order, whose quiet times are h.orderQuiet
 	for i, s := range slots {
 		if ticking == false && h.slots[s.actor] != s {
 			continue // it terminated since the tick
 		}
-		if ticking && everyLeader == false && now.UnixNano() < h.orderQuiet[i].Load() {
-			continue // nothing due yet (slot.quietUntil)
+		if ticking {
+			cell := h.orderQuiet[i]
+			quiet := cell.until.Load()
+			if everyLeader == false && now.UnixNano() < quiet {
+				continue // nothing due yet (slot.quietUntil)
+			}
+			if quiet != 0 && h.passFollower(cell, quiet, now, horizon) {
+				continue // a follower with nothing due
+			}
 		}
 		s.mu.Lock()
 		if ticking {
+			h.visits++
+			h.orderQuiet[i].waits = vouchedDue{} // a follower's visit sets it again below
 			due = s.dueParked(now, horizon, due)
 		}
 		// A leader in the middle of a step keeps its rounds going for a
@@ -488,6 +506,7 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 		if s.lead == false && busy == false {
 			if ticking {
 				s.quiet().Store(s.quietFor(horizon))
+				h.orderQuiet[i].waits = s.vouchedDueNow(h.vouchSeen)
 			}
 			s.mu.Unlock()
 			continue
@@ -548,6 +567,39 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 		h.process.Send(actor, hubCarryLost{})
 	}
 	h.fire(due)
+}
+
+// passFollower reports whether a tick may pass a follower's slot by
+// without visiting it: its election timer waits on its leader's pings
+// (quietCell.waits, which only a follower's visit sets, read only while
+// its quiet time is not 0), and is not near by its quiet time, or by the
+// newest of those pings the board has. In the second case the quiet time
+// moves on to slack after that ping, less the horizon: never later than a
+// visit would have found (vouchedDue), so the timer fires when it did.
+// The swap fails, and the slot is visited at the next tick, when its
+// actor set its quiet time to 0 meanwhile. The ticks that look at every
+// leader (everyLeader) pass followers by too: they have nothing for them.
+func (h *hub) passFollower(cell *quietCell, quiet int64, now time.Time, horizon time.Duration) bool {
+	w := &cell.waits
+	if w.peer == nil {
+		return false
+	}
+	if now.UnixNano() < quiet {
+		return true
+	}
+	seen, ok := h.vouchSeen[w.peer]
+	if ok == false || seen.epoch != w.epoch {
+		return false
+	}
+	next := seen.last.Add(w.slack).Add(-horizon).UnixNano()
+	if next <= now.UnixNano() {
+		return false
+	}
+	if cell.until.CompareAndSwap(quiet, next) == false {
+		return false
+	}
+	h.passed++
+	return true
 }
 
 // peersChanged reports whether a node the leaders' rounds may go to
@@ -971,6 +1023,13 @@ func (h *hub) inspect() map[string]string {
 		"ergo:hub_late_ticks":   strconv.FormatUint(h.lateTicks, 10),
 		"ergo:hub_late_max":     h.lateMax.String(),
 		"ergo:hub_tick_longest": h.tickLongest.String(),
+		// elections the ticks looked at (took the lock of), and
+		// followers they passed by instead because their leader's pings
+		// had come (passFollower): on an idle node the leaders are
+		// visited about once per holding lease, and followers passed by
+		// about once per election timeout
+		"ergo:hub_visits": strconv.FormatUint(h.visits, 10),
+		"ergo:hub_passed": strconv.FormatUint(h.passed, 10),
 		// records sent and lead epochs raised (vouch.go): records
 		// growing about as fast as the leaders times the refreshes means
 		// nothing is changing; raises growing means leaders stand down

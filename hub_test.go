@@ -459,7 +459,7 @@ func TestHubQuietTimesStayWithTheirSlotsWhenOneLeaves(t *testing.T) {
 	}
 	h.tick()
 	for name, s := range slots {
-		require.Equal(t, t0.Add(time.Second).Add(-horizon).UnixNano(), s.quietUntil.Load(), "%s is quiet", name)
+		require.Equal(t, t0.Add(time.Second).Add(-horizon).UnixNano(), s.quietUntil.until.Load(), "%s is quiet", name)
 	}
 
 	h.leave(pid("b"))
@@ -488,7 +488,7 @@ func TestHubPassesQuietFollowersByUntilTheirTimerIsNear(t *testing.T) {
 	wake := hubWake{Kind: timerElection, Generation: 1}
 
 	h.tick()
-	assert.Equal(t, due.Add(-horizon).UnixNano(), follower.quietUntil.Load(), "quiet until its timer is near")
+	assert.Equal(t, due.Add(-horizon).UnixNano(), follower.quietUntil.until.Load(), "quiet until its timer is near")
 	now = due.Add(-horizon - time.Millisecond)
 	follower.mu.Lock() // a tick that takes the lock blocks until it is released
 	ticked := make(chan struct{})
@@ -506,10 +506,10 @@ func TestHubPassesQuietFollowersByUntilTheirTimerIsNear(t *testing.T) {
 	now = due.Add(-horizon + time.Millisecond)
 	h.tick()
 	assert.Contains(t, p.sent, wake, "fired within the horizon of its due time")
-	assert.Equal(t, int64(math.MaxInt64), follower.quietUntil.Load(), "nothing left to fire")
+	assert.Equal(t, int64(math.MaxInt64), follower.quietUntil.until.Load(), "nothing left to fire")
 
 	follower.share(grant{lead: true, leadTerm: 3, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
-	assert.Zero(t, follower.quietUntil.Load(), "it leads now: the next tick opens its round")
+	assert.Zero(t, follower.quietUntil.until.Load(), "it leads now: the next tick opens its round")
 	p.sent = nil
 	h.tick()
 	var rounds int

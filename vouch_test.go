@@ -314,3 +314,171 @@ func TestARecordGoesAgainUntilAckedUnderTheNewEpoch(t *testing.T) {
 	assert.True(t, p.counted().After(stale), "the pings count again")
 	assert.Equal(t, p.now, p.counted())
 }
+
+// tickFollowerHub runs the follower's hub's tick and reports whether it
+// fired the follower's election timer.
+func (p *pingPair) tickFollowerHub() (fired bool) {
+	p.t.Helper()
+	p.b.tick()
+	for _, m := range p.pb.sent {
+		if w, ok := m.(hubWake); ok && w.Kind == timerElection {
+			fired = true
+		}
+	}
+	p.pb.sent, p.pb.sentTo, p.pb.after = nil, nil, nil
+	return fired
+}
+
+// firesWithin ticks the follower's hub every millisecond for up to limit
+// and returns when it fired the follower's election timer, zero if not.
+func (p *pingPair) firesWithin(limit time.Duration) time.Time {
+	p.t.Helper()
+	for end := p.now.Add(limit); p.now.Before(end); {
+		p.now = p.now.Add(time.Millisecond)
+		if p.tickFollowerHub() {
+			return p.now
+		}
+	}
+	return time.Time{}
+}
+
+// A follower whose leader's node keeps pinging under the epoch of its
+// anchor is passed by at its hub's ticks without a visit (passVouched),
+// however long that goes on. Once the leader's hub raises its epoch (the
+// leader stood down), the follower is visited again and its timer fires a
+// slack after the first ping that said so, as without the pass. Breaks: an
+// idle node takes the lock of every follower every election timeout (a
+// third of an idle node's CPU at ten thousand elections), or a follower
+// passed by on pings that no longer vouch for its leader never campaigns.
+func TestAFollowerIsPassedByWhileItsLeadersPingsVouch(t *testing.T) {
+	p := newPingPair(t)
+	_, other := p.addElection("d") // its leader keeps a's hub pinging after the first stands down
+	_, parked := other.park(timerElection, parkedTimer{generation: 1, at: p.now.Add(vouchSlack), slack: vouchSlack}, p.now, parkHorizon(5*time.Millisecond))
+	require.True(t, parked)
+	p.parkFollowerTimer()
+	p.tick() // the record anchors the follower
+	require.False(t, p.tickFollowerHub())
+	require.NotNil(t, p.follower.quietUntil.waits.peer, "its first visit notes that it waits on its leader's pings")
+	visits := p.b.visits
+	for range 200 { // a second: more than six slacks
+		p.ticks(1)
+		require.False(t, p.tickFollowerHub(), "the pings keep the timer from firing")
+	}
+	assert.Equal(t, visits, p.b.visits, "passed by at every tick, never visited")
+	assert.NotZero(t, p.b.passed)
+
+	p.lead.settle(0, 0)
+	p.lead.share(grant{}) // it stood down
+	p.ticks(1)            // the tick that sees it
+	p.ticks(1)            // the tick that raises the epoch
+	raised := p.now
+	require.Equal(t, uint64(1), p.a.raises)
+	var fired time.Time
+	for fired.IsZero() && p.now.Before(raised.Add(2*vouchSlack)) {
+		p.ticks(1) // the pings go on, under the new epoch
+		if p.tickFollowerHub() {
+			fired = p.now
+		}
+	}
+	require.False(t, fired.IsZero(), "the timer fired once the pings stopped vouching")
+	horizon := parkHorizon(5 * time.Millisecond)
+	assert.False(t, fired.Before(raised.Add(vouchSlack).Add(-horizon)), "not before its due time's horizon: %s", fired.Sub(raised))
+	assert.False(t, fired.After(raised.Add(vouchSlack)), "not after it is due: %s after the raise", fired.Sub(raised))
+}
+
+// What the follower's actor shares or parks makes its hub visit it at the
+// next tick, pings or not: a follower that stopped following (it
+// campaigns) and parked a timer of its own has it fired on time. Breaks: a
+// pass by on the pings of a leader the actor no longer follows, which
+// fires its campaign's timer up to an election timeout late.
+func TestAFollowerThatStoppedFollowingIsNotPassedBy(t *testing.T) {
+	p := newPingPair(t)
+	p.parkFollowerTimer()
+	p.tick()
+	require.False(t, p.tickFollowerHub())
+	for range 40 {
+		p.ticks(1)
+		require.False(t, p.tickFollowerHub())
+	}
+	require.NotZero(t, p.b.passed, "passed by while it followed")
+
+	p.follower.settle(0, 0)
+	p.follower.share(grant{}) // a candidate: it follows nobody
+	due := p.now.Add(20 * time.Millisecond)
+	_, parked := p.follower.park(timerElection, parkedTimer{generation: 2, at: due, slack: vouchSlack}, p.now, parkHorizon(5*time.Millisecond))
+	require.True(t, parked)
+	p.ticks(1) // the leader's node still pings
+	fired := p.firesWithin(40 * time.Millisecond)
+	require.False(t, fired.IsZero(), "its own timer fired although the pings go on")
+	assert.False(t, fired.After(due), "on time: %s after it was due", fired.Sub(due))
+}
+
+// A record that anchors a follower to another leader, term, epoch or node
+// makes its hub visit it at the next tick; the same anchor again does
+// not. Breaks: a follower passed by on the pings of the leader it was
+// anchored to before (passFollower), whose timer then fires late.
+func TestANewAnchorMakesTheHubVisitTheFollower(t *testing.T) {
+	p := newPingPair(t)
+	p.parkFollowerTimer()
+	p.tick()
+	require.False(t, p.tickFollowerHub())
+	quiet := p.follower.quietUntil.until.Load()
+	require.NotZero(t, quiet)
+
+	p.follower.mu.Lock()
+	a := p.follower.anchor
+	p.follower.setAnchor(a.leader, a.term, a.epoch, p.now.Add(time.Millisecond), a.peer)
+	p.follower.mu.Unlock()
+	assert.Equal(t, quiet, p.follower.quietUntil.until.Load(), "the same anchor, newer: nothing to look at")
+
+	for name, change := range map[string]func(*anchor){
+		"leader": func(a *anchor) { a.leader = pid("x") },
+		"term":   func(a *anchor) { a.term++ },
+		"epoch":  func(a *anchor) { a.epoch++ },
+		"node":   func(a *anchor) { a.peer = &pingPeer{} },
+	} {
+		p.follower.mu.Lock()
+		p.follower.quiet().Store(quiet)
+		next := p.follower.anchor
+		change(&next)
+		p.follower.setAnchor(next.leader, next.term, next.epoch, p.now, next.peer)
+		p.follower.mu.Unlock()
+		assert.Zero(t, p.follower.quietUntil.until.Load(), "anchored anew (%s): visited at the next tick", name)
+	}
+}
+
+// A follower passed by on its leader's pings that becomes a leader itself
+// is visited at its hub's ticks as a leader, and its parked lease timer
+// fires on time while the old leader's node still pings. Breaks: a visit
+// that leaves what the slot waited on as a follower (quietCell.waits),
+// after which the ticks pass the new leader by on the old leader's pings.
+func TestAFollowerThatBecameALeaderIsNotPassedBy(t *testing.T) {
+	p := newPingPair(t)
+	p.parkFollowerTimer()
+	p.tick()
+	require.False(t, p.tickFollowerHub())
+	for range 40 {
+		p.ticks(1)
+		require.False(t, p.tickFollowerHub())
+	}
+	require.NotZero(t, p.b.passed, "passed by while it followed")
+
+	p.follower.settle(0, 0)
+	p.follower.share(grant{lead: true, leadTerm: 2, fresh: 15 * time.Millisecond, followers: map[gen.Atom]gen.PID{node("c"): pid("c")}})
+	due := p.now.Add(40 * time.Millisecond)
+	_, parked := p.follower.park(timerLease, parkedTimer{generation: 3, at: due, lease: time.Second, need: 1}, p.now, parkHorizon(5*time.Millisecond))
+	require.True(t, parked)
+	var fired time.Time
+	for fired.IsZero() && p.now.Before(due.Add(20*time.Millisecond)) {
+		p.ticks(1) // the old leader's node still pings
+		p.b.tick()
+		for _, m := range p.pb.sent {
+			if w, ok := m.(hubWake); ok && w.Kind == timerLease && w.Generation == 3 {
+				fired = p.now
+			}
+		}
+		p.pb.sent, p.pb.sentTo, p.pb.after = nil, nil, nil
+	}
+	require.False(t, fired.IsZero(), "its lease timer fired")
+	assert.False(t, fired.After(due), "on time: %s after it was due", fired.Sub(due))
+}
