@@ -44,8 +44,9 @@ import (
 // and ends when its standard input closes.
 
 // procProfileEnv names a directory: each node process writes a CPU profile
-// there (node-1.pprof, ...) from the start of the idle window to its end;
-// from just before the crash instead when procProfileCrashEnv is set.
+// there (node-1.pprof, ...) over the idle window, with what it allocated
+// (startProfile); from just before the crash instead when
+// procProfileCrashEnv is set.
 const procProfileEnv = "LEADER_PERF_NODE_PROFILES"
 
 // procProfileCrashEnv, set with procProfileEnv, profiles the crash only:
@@ -101,17 +102,39 @@ func init() {
 	}
 }
 
-// startProfile starts a CPU profile written to path; stop ends it.
+// startProfile starts a CPU profile written to path; stop ends it. The
+// allocations go along: the allocs profile at the start and at the stop,
+// in path+".allocs-before" and path+".allocs-after", so that
+// `go tool pprof -sample_index=alloc_space -base <before> <after>` shows
+// what the window allocated (what makes the collector run).
 func startProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := writeAllocs(path + ".allocs-before"); err != nil {
+		f.Close()
 		return nil, err
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		writeAllocs(path + ".allocs-after")
+	}, nil
+}
+
+// writeAllocs writes the allocs profile so far to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("allocs").WriteTo(f, 0)
 }
 
 // runProc is a node process's whole life.

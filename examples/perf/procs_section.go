@@ -93,7 +93,7 @@ func measureProcs(p *plan, clusters int) (r procsRun) {
 	p.sleep(p.idleSettle)
 	if os.Getenv(procProfileEnv) != "" && os.Getenv(procProfileCrashEnv) == "" {
 		for _, n := range c.nodes {
-			n.ask("profile", 10*time.Second)
+			n.ask("profile "+p.procsIdle.String(), 10*time.Second) // the idle window alone
 		}
 	}
 	leads := c.leadCount()
@@ -193,10 +193,18 @@ func (r procsRun) cpuShare(i int) float64 {
 }
 
 // msgsPerPeerInterval is what node i sent each other node per heartbeat
-// interval, on average over the idle window.
-func (r procsRun) msgsPerPeerInterval(i int) float64 {
+// interval, on average over the idle window, as a table cell. The
+// framework counts per connection, so a connection replaced in the window
+// (a reset, a reconnect) starts again from zero and the difference
+// undercounts; when it went below the count at the start the cell says so
+// instead of printing a wrapped-around number.
+func (r procsRun) msgsPerPeerInterval(i int) string {
+	before, after := r.costs[0][i].MsgsOut, r.costs[1][i].MsgsOut
+	if after < before {
+		return "n/a (a connection was replaced)"
+	}
 	intervals := float64(r.idle) / float64(time.Duration(leader.DefaultHeartbeatInterval)*time.Millisecond)
-	return float64(r.costs[1][i].MsgsOut-r.costs[0][i].MsgsOut) / float64(coalesceNodes-1) / intervals
+	return fmt.Sprintf("%.1f", float64(after-before)/float64(coalesceNodes-1)/intervals)
 }
 
 // recordsPerInterval is how many leaders' records node i's hub sent per
@@ -242,7 +250,7 @@ func procsReport(p *plan, runs []procsRun) (string, []summaryRow) {
 			if r.crash != nil && r.crash.victim == i {
 				role = " (crashed below)"
 			}
-			fmt.Fprintf(&b, "| %d%s | %.1f%% | %s | %s | %s | %.1f | %.1f | %d | %d |\n", i+1, role, 100*r.cpuShare(i), bytesText(float64(r.costs[1][i].RSS)),
+			fmt.Fprintf(&b, "| %d%s | %.1f%% | %s | %s | %s | %s | %.1f | %d | %d |\n", i+1, role, 100*r.cpuShare(i), bytesText(float64(r.costs[1][i].RSS)),
 				bytesText(float64(r.heaps[i])), bytesText(float64(r.heaps[i])/float64(r.clusters)), r.msgsPerPeerInterval(i),
 				r.recordsPerInterval(i), r.costs[1][i].Raises-r.costs[0][i].Raises, r.costs[1][i].Warnings)
 		}
