@@ -176,13 +176,16 @@ func (s *slot) quiet() *atomic.Int64 {
 // quietCell is a slot's quiet time, in a block of adjacent cells the hub
 // keeps in the order of its slots, with what a follower's parked election
 // timer waits on until the hub's next visit of it (waits: its leader's
-// pings, vouchedDue). The hub's goroutine alone reads and writes waits,
-// at its visits and ticks; waits is read only while until is not 0, and
-// everything that could change what the timer waits on sets until to 0,
-// so a stale one is never read.
+// pings, vouchedDue), or a leader's lease timer (leads: its followers'
+// answers to this hub's pings, leaseDue). The hub's goroutine alone reads
+// and writes waits and leads, at its visits and ticks; they are read only
+// while until is not 0, and everything that could change what the timers
+// wait on sets until to 0 (the actor's share, park and step; a new anchor;
+// a follower named again), so a stale one is never read.
 type quietCell struct {
 	until atomic.Int64
 	waits vouchedDue
+	leads *leaseDue // a leader's, likewise (passLeader)
 }
 
 // followerLink is the hub's record of one follower node of a leader.

@@ -82,10 +82,12 @@ type hub struct {
 	// of adjacent cells (quietCell)
 	orderQuiet []*quietCell
 	quietFree  []quietCell // the rest of the newest block
-	// vouchSeen is the board's vouching of every node as a tick began
-	// (passVouched)
-	vouchSeen map[*pingPeer]vouchSeen
-	byCluster map[string][]*slot
+	// vouchSeen is the board's vouching of every node as a tick began,
+	// and answerSeen its answers to this hub's pings (passFollower,
+	// passLeader)
+	vouchSeen  map[*pingPeer]vouchSeen
+	answerSeen map[answerKey]answerSeen
+	byCluster  map[string][]*slot
 	// keys (routes.go): byKey finds a slot by the key this hub gave it,
 	// routes another hub's keys by the node they come from
 	byKey        map[uint64]*slot
@@ -177,6 +179,7 @@ func (h *hub) init() {
 	h.lastEpoch = make(map[gen.Atom]uint64)
 	h.peerUp = make(map[gen.Atom]bool)
 	h.vouchSeen = make(map[*pingPeer]vouchSeen)
+	h.answerSeen = make(map[answerKey]answerSeen)
 	if h.board == nil {
 		h.board = &pingBoard{peers: make(map[gen.Atom]*pingPeer)} // a hub of its own (tests)
 	}
@@ -207,17 +210,40 @@ func (h *hub) ProcessRun() error {
 			if system && m.From == message.PID {
 				h.leave(message.PID)
 			}
-		case msgBeats:
+		case msgBeats, msgBeatAcks:
 			if m.From.Node != self && m.From.Node != "" {
-				h.beats(m.From, message)
-			}
-		case msgBeatAcks:
-			if m.From.Node != self && m.From.Node != "" {
-				h.acks(m.From, message)
+				h.fromPeer(m.From, message)
 			}
 		}
 		return nil
 	})
+}
+
+// fromPeer handles another node's hub's message, and then ticks if the
+// tick is overdue by half an interval or more.
+//
+// Why. The tick comes by a timer, and the Go runtime runs timers late
+// while the process's collector marks (golang/go#45632): with a heap of a
+// few hundred megabytes on two cores, a mark phase of several hundred
+// milliseconds ran this hub's tick more than a holding lease late while
+// it went on answering the other hubs' pings, which arrive over the
+// network and are served. Its leaders then had no answered ping within
+// their holding lease, and 3,000 of them stood down at once (10,000
+// elections on 3 node processes; Linux perf over the collapse showed the
+// node in the collector's mark from the moment the leases stopped being
+// renewed). The other nodes' pings come every interval, so a tick they
+// bring in is at most an interval late. The late timer's own message is
+// then of an older generation and ignored.
+func (h *hub) fromPeer(from gen.PID, message any) {
+	switch message := message.(type) {
+	case msgBeats:
+		h.beats(from, message)
+	case msgBeatAcks:
+		h.acks(from, message)
+	}
+	if h.ticking && h.clock().Sub(h.nextTick) >= h.interval()/2 {
+		h.tick()
+	}
 }
 
 // join adds an actor's slot.
@@ -459,7 +485,9 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 	horizon := parkHorizon(h.interval())
 	if ticking {
 		h.board.vouchEpochs(h.vouchSeen)
+		h.board.answersSeen(h.answerSeen)
 	}
+	var oldLeads *leaseDue
 	// a tick passes h.order, whose quiet times are h.orderQuiet
 	for i, s := range slots {
 		if ticking == false && h.slots[s.actor] != s {
@@ -474,11 +502,17 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 			if quiet != 0 && h.passFollower(cell, quiet, now, horizon) {
 				continue // a follower with nothing due
 			}
+			if quiet != 0 && everyLeader == false && h.passLeader(cell, quiet, now, horizon) {
+				continue // a leader with nothing due
+			}
 		}
 		s.mu.Lock()
 		if ticking {
 			h.visits++
-			h.orderQuiet[i].waits = vouchedDue{} // a follower's visit sets it again below
+			// what the slot waited on since the last visit: set again
+			// below for a follower or a leader with nothing else to do
+			oldLeads = h.orderQuiet[i].leads
+			h.orderQuiet[i].waits, h.orderQuiet[i].leads = vouchedDue{}, nil
 			due = s.dueParked(now, horizon, due)
 		}
 		// A leader in the middle of a step keeps its rounds going for a
@@ -533,6 +567,9 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 				quiet = min(quiet, h.nextFull.UnixNano())
 			}
 			s.quiet().Store(quiet)
+			if s.fullTicks == false {
+				h.orderQuiet[i].leads = s.leaseDueNow(oldLeads)
+			}
 		}
 		s.mu.Unlock()
 	}
@@ -592,6 +629,40 @@ func (h *hub) passFollower(cell *quietCell, quiet int64, now time.Time, horizon 
 		return false
 	}
 	next := seen.last.Add(w.slack).Add(-horizon).UnixNano()
+	if next <= now.UnixNano() {
+		return false
+	}
+	if cell.until.CompareAndSwap(quiet, next) == false {
+		return false
+	}
+	h.passed++
+	return true
+}
+
+// passLeader is passFollower for a leader with nothing to do but wait on
+// its parked lease timer (quietCell.leads): it moves the leader's quiet
+// time on to where the answered pings of its follower nodes, as the board
+// had them when the tick began, put the timer, less the horizon, when that
+// is ahead. Never later than a visit would have found (leaseDue), so the
+// timer fires when it did. Not at a tick that looks at every leader: those
+// have records to send and reach to check.
+func (h *hub) passLeader(cell *quietCell, quiet int64, now time.Time, horizon time.Duration) bool {
+	w := cell.leads
+	if w == nil {
+		return false
+	}
+	var buffer [8]time.Time
+	sent := buffer[:0]
+	for _, l := range w.links {
+		if a, ok := h.answerSeen[answerKey{node: l.node, epoch: l.epoch}]; ok && a.index >= l.mark {
+			sent = append(sent, a.sent)
+		}
+	}
+	at, ok := latestReachedBy(sent, w.need)
+	if ok == false {
+		return false
+	}
+	next := at.Add(w.lease).Add(-horizon).UnixNano()
 	if next <= now.UnixNano() {
 		return false
 	}

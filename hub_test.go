@@ -595,3 +595,35 @@ func atomKeyedMaps(h *hub) map[string]map[gen.Atom]bool {
 	}
 	return found
 }
+
+// A hub whose tick is overdue by half an interval ticks when another
+// hub's message comes in, and the late timer's message is then ignored.
+// Breaks: a node whose collector delays its timers (golang/go#45632)
+// goes on answering the other nodes' pings but sends none of its own, and
+// its leaders lose their leases all at once.
+func TestAHubTicksOnAPeersMessageWhenItsTimerIsLate(t *testing.T) {
+	p := newPingPair(t)
+	p.tick()
+	p.a.ticking = true
+	p.a.armTick()
+	late := p.a.tickGen
+	p.pa.sent, p.pa.sentTo, p.pa.after = nil, nil, nil
+	pings := func() (n int) {
+		for _, m := range p.pa.sent {
+			if b, ok := m.(msgBeats); ok && b.Ping != 0 {
+				n++
+			}
+		}
+		return n
+	}
+
+	p.now = p.a.nextTick.Add(p.a.interval()/2 - time.Millisecond)
+	p.a.fromPeer(p.pb.self, msgBeats{Ping: 1})
+	assert.Zero(t, pings(), "not overdue by half an interval yet: the timer may still come")
+
+	p.now = p.a.nextTick.Add(p.a.interval() / 2)
+	p.a.fromPeer(p.pb.self, msgBeats{Ping: 2})
+	assert.Equal(t, 1, pings(), "overdue: the peer's message brings the tick, with its ping")
+	assert.NotEqual(t, late, p.a.tickGen, "and the late timer's message is of an older generation")
+	assert.Equal(t, p.now.Add(p.a.interval()), p.a.nextTick, "the next tick an interval on")
+}

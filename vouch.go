@@ -202,3 +202,96 @@ func (s *slot) vouchedDueNow(seen map[*pingPeer]vouchSeen) vouchedDue {
 	}
 	return vouchedDue{peer: a.peer, epoch: a.epoch, slack: election.slack}
 }
+
+// leaseDue is what a leader's parked lease timer waits on between two
+// visits of the hub, when that is all it waits on: the answers of its
+// follower nodes' hubs to this hub's pings (pongOf), need of them, each
+// under the answer epoch and from the answer index its link was
+// acknowledged at. The timer is due no earlier than lease after the
+// need-th latest of the newest such answers that name no election (what
+// hubLease counts is never less), so a tick can move the leader's quiet
+// time on from the board alone (hub.passLeader).
+type leaseDue struct {
+	lease time.Duration
+	need  int
+	links []leaseLink
+}
+
+// leaseLink is one follower node of a leaseDue.
+type leaseLink struct {
+	node        gen.Atom
+	epoch, mark uint64
+}
+
+// answerKey is a node and one of its hub's answer epochs.
+type answerKey struct {
+	node  gen.Atom
+	epoch uint64
+}
+
+// answerSeen is the newest answer of an answerKey that names no election,
+// as the board had it when a tick began.
+type answerSeen struct {
+	sent  time.Time
+	index uint64
+}
+
+// answersSeen fills into with every node's and epoch's answerSeen.
+func (b *pingBoard) answersSeen(into map[answerKey]answerSeen) {
+	clear(into)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for node, p := range b.peers {
+		for i := 1; i <= min(p.nextEpoch, answerEpochs); i++ {
+			e := &p.byEpoch[(p.nextEpoch-i)%answerEpochs]
+			for j := 1; j <= min(e.n, answersPerEpoch); j++ {
+				if a := &e.recent[(e.n-j)%answersPerEpoch]; a.sent.IsZero() == false && len(a.busy) == 0 {
+					into[answerKey{node: node, epoch: e.epoch}] = answerSeen{sent: a.sent, index: a.index}
+					break
+				}
+			}
+		}
+	}
+}
+
+// leaseDueNow returns what the leader's parked timers wait on until the
+// hub's next visit, nil unless that is only its lease timer and its
+// followers' answers; old is the previous one, returned when nothing
+// changed. s.mu is held; the caller has checked that the leader needs no
+// record at every full tick. A leader in a step is not one (s.lead is
+// false from the step's start to its end): the hub visits it until its
+// grace ends.
+func (s *slot) leaseDueNow(old *leaseDue) *leaseDue {
+	ei, _ := parkIndex(timerElection)
+	li, _ := parkIndex(timerLease)
+	election, lease := &s.parked[ei], &s.parked[li]
+	if lease.active == false || lease.sent || (election.active && election.sent == false) {
+		return nil
+	}
+	// (a step deactivates the parked timers; a hub that stopped vouching
+	// for the leader set pingsUntil with vouched false)
+	if s.lead == false || s.needBeat || s.vouched == false || s.everyBeat || s.board == nil || s.leadTerm == 0 {
+		return nil
+	}
+	same := old != nil && old.lease == lease.lease && old.need == lease.need
+	n := 0
+	for i := range s.links {
+		l := &s.links[i]
+		if l.ack == 0 || l.epochSet == false {
+			continue
+		}
+		link := leaseLink{node: l.node, epoch: l.epoch, mark: l.mark}
+		same = same && n < len(old.links) && old.links[n] == link
+		n++
+	}
+	if same && n == len(old.links) {
+		return old
+	}
+	d := &leaseDue{lease: lease.lease, need: lease.need, links: make([]leaseLink, 0, n)}
+	for i := range s.links {
+		if l := &s.links[i]; l.ack != 0 && l.epochSet {
+			d.links = append(d.links, leaseLink{node: l.node, epoch: l.epoch, mark: l.mark})
+		}
+	}
+	return d
+}

@@ -482,3 +482,147 @@ func TestAFollowerThatBecameALeaderIsNotPassedBy(t *testing.T) {
 	require.False(t, fired.IsZero(), "its lease timer fired")
 	assert.False(t, fired.After(due), "on time: %s after it was due", fired.Sub(due))
 }
+
+// parkLeaseTimer parks the leader's lease timer as its actor would: due a
+// holding lease after its newest evidence, at least after now.
+func (p *pingPair) parkLeaseTimer(generation uint64) time.Duration {
+	p.t.Helper()
+	lease := holdingLease(config{electionTimeoutMin: 150 * time.Millisecond})
+	_, parked := p.lead.park(timerLease, parkedTimer{generation: generation, at: p.now.Add(lease), lease: lease, need: 1}, p.now, parkHorizon(5*time.Millisecond))
+	require.True(p.t, parked, "the leader's lease timer is parked with its hub")
+	return lease
+}
+
+// A leader whose follower node answers its hub's pings is passed by at the
+// ticks (passLeader) instead of being visited every holding lease, still
+// gets its record at the refresh, and once the answers stop its lease
+// timer fires a holding lease after the last answered ping, as without
+// the pass. Breaks: an idle node takes the lock of every leader every
+// holding lease (the larger part of what is left of an idle node's CPU at
+// ten thousand elections), a leader passed by at the refresh (its
+// followers' anchors are never renewed), or a leader whose answers
+// stopped holds its role past its lease.
+func TestALeaderIsPassedByWhileItsFollowersAnswer(t *testing.T) {
+	p := newPingPair(t)
+	lease := p.parkLeaseTimer(1)
+	p.tick()
+	p.ticks(40)
+	visits := p.a.visits
+	p.ticks(220) // 1.1 s: the refresh comes once
+	assert.LessOrEqual(t, p.a.visits-visits, uint64(1), "passed by but at the refresh, not visited every holding lease")
+	assert.NotZero(t, p.a.passed)
+	assert.Equal(t, uint64(2), p.lead.round, "the refresh still carries the leader's record")
+	for _, m := range p.pa.sent {
+		require.NotEqual(t, hubWake{Kind: timerLease, Generation: 1}, m, "no lease timer while the answers come")
+	}
+
+	lastAnswered := p.now
+	var fired time.Time
+	for fired.IsZero() && p.now.Before(lastAnswered.Add(2*lease)) {
+		p.now = p.now.Add(time.Millisecond)
+		p.a.tick() // pings that nobody answers
+		for _, m := range p.pa.sent {
+			if m == (hubWake{Kind: timerLease, Generation: 1}) {
+				fired = p.now
+			}
+		}
+		p.pa.sent, p.pa.sentTo, p.pa.after = nil, nil, nil
+	}
+	require.False(t, fired.IsZero(), "the lease timer fired once the answers stopped")
+	due := lastAnswered.Add(lease)
+	assert.False(t, fired.Before(due.Add(-parkHorizon(5*time.Millisecond))), "not before its horizon: %s after the last answer", fired.Sub(lastAnswered))
+	assert.False(t, fired.After(due), "not after it was due: %s after the last answer", fired.Sub(lastAnswered))
+}
+
+// A leader passed by on its followers' answers that starts a step is
+// visited again: its hub stops vouching for it once the step outlasts its
+// grace, answers or not. Breaks: a leader hung in a callback whose
+// followers are never told (its node's hub vouches for it forever).
+func TestALeaderInAStepIsNotPassedBy(t *testing.T) {
+	p := newPingPair(t)
+	p.addElection("d") // so that the node still pings b
+	p.parkLeaseTimer(1)
+	p.tick()
+	p.ticks(40)
+	require.NotZero(t, p.a.passed, "passed by before the step")
+	p.lead.stepGrace = 50 * time.Millisecond
+	p.lead.settle(0, 0) // a step begins, and hangs
+	started := p.now
+	for p.a.raises == 0 && p.now.Before(started.Add(time.Second)) {
+		p.ticks(1)
+	}
+	require.NotZero(t, p.a.raises, "the hub stopped vouching for the hung leader")
+	assert.LessOrEqual(t, p.now.Sub(started), p.lead.stepGrace+20*time.Millisecond, "within its grace and a few ticks")
+}
+
+// Answers given while the leader's follower there is in a step name the
+// leader, and do not renew its lease; a leader passed by on answers is
+// passed by only on answers that name nobody, so its lease timer fires a
+// holding lease after the last one that counted. Breaks: a leader whose
+// follower hung keeps its role on the pings of the follower's node.
+func TestALeaderIsNotPassedByOnAnswersThatNameIt(t *testing.T) {
+	p := newPingPair(t)
+	lease := p.parkLeaseTimer(1)
+	p.tick()
+	p.ticks(40)
+	require.NotZero(t, p.a.passed)
+	p.follower.settle(0, 0) // the follower's step begins, and hangs
+	lastCounted := p.now
+	var fired time.Time
+	for fired.IsZero() && p.now.Before(lastCounted.Add(2*lease)) {
+		p.now = p.now.Add(time.Millisecond)
+		p.a.tick()
+		for _, m := range p.pa.sent {
+			if beats, ok := m.(msgBeats); ok {
+				p.b.beats(p.pa.self, beats)
+			}
+			if m == (hubWake{Kind: timerLease, Generation: 1}) {
+				fired = p.now
+			}
+		}
+		p.pa.sent, p.pa.sentTo, p.pa.after = nil, nil, nil
+		for _, m := range p.pb.sent {
+			if acks, ok := m.(msgBeatAcks); ok {
+				require.NotEmpty(t, acks.Busy, "b's answers name the leader whose follower is in a step")
+				p.a.acks(p.pb.self, acks)
+			}
+		}
+		p.pb.sent, p.pb.sentTo, p.pb.after = nil, nil, nil
+	}
+	require.False(t, fired.IsZero(), "the lease timer fired although b kept answering")
+	assert.False(t, fired.After(lastCounted.Add(lease)), "not after a holding lease from the last answer that counted: %s", fired.Sub(lastCounted))
+}
+
+// An answer older than the one that carried a link's acknowledgement does
+// not count for it (pongOf), and does not let the tick pass the leader by.
+func TestALeaderIsNotPassedByOnAnAnswerOlderThanItsAck(t *testing.T) {
+	h := &hub{process: &scriptedProcess{self: pid("h")}, clock: func() time.Time { return t0 }}
+	h.init()
+	cell := &quietCell{leads: &leaseDue{lease: time.Second, need: 1, links: []leaseLink{{node: node("b"), epoch: 7, mark: 10}}}}
+	quiet := t0.Add(-time.Millisecond).UnixNano()
+	cell.until.Store(quiet)
+	h.answerSeen[answerKey{node: node("b"), epoch: 7}] = answerSeen{sent: t0, index: 9}
+	assert.False(t, h.passLeader(cell, quiet, t0, 7*time.Millisecond), "answer 9 is older than the ack's 10")
+	h.answerSeen[answerKey{node: node("b"), epoch: 7}] = answerSeen{sent: t0, index: 10}
+	assert.True(t, h.passLeader(cell, quiet, t0, 7*time.Millisecond), "answer 10 counts")
+	assert.Equal(t, t0.Add(time.Second-7*time.Millisecond).UnixNano(), cell.until.Load())
+}
+
+// What a tick passes leaders by on is, per node and answer epoch, the
+// newest answer that names no election: an answer that names some counts
+// for the others but not for those, and the snapshot cannot tell which
+// leader asks. Breaks: a leader whose follower is in a step is passed by
+// on answers that do not count for it.
+func TestTheAnswersATickPassesLeadersByOnNameNobody(t *testing.T) {
+	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	b.answered(node("b"), 7, pingStamp{at: at(0)}, nil)
+	b.answered(node("b"), 7, pingStamp{at: at(5)}, nil)
+	named := b.answered(node("b"), 7, pingStamp{at: at(10)}, []uint64{42})
+	b.answered(node("b"), 8, pingStamp{at: at(15)}, []uint64{42})
+	seen := make(map[answerKey]answerSeen)
+	b.answersSeen(seen)
+	assert.Equal(t, answerSeen{sent: at(5), index: named - 1}, seen[answerKey{node: node("b"), epoch: 7}], "the newest answer of epoch 7 that names nobody")
+	_, ok := seen[answerKey{node: node("b"), epoch: 8}]
+	assert.False(t, ok, "epoch 8 has none")
+}
