@@ -214,7 +214,7 @@ func (c *procCluster) hubCounters() string {
 	return b.String()
 }
 
-// heaps reads every live node's live heap after a collection.
+// heaps reads every live node's live heap as its last collection found it.
 func (c *procCluster) heaps() []uint64 {
 	heaps := make([]uint64, len(c.nodes))
 	for i, n := range c.nodes {

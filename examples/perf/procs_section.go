@@ -24,7 +24,7 @@ type procsRun struct {
 	allLed   time.Duration
 	idle     time.Duration // the window's length
 	costs    [2][]procCost // per node, at the window's start and end
-	heaps    []uint64      // per node, live heap after a collection
+	heaps    []uint64      // per node, live heap as the last collection found it
 	changes  int           // HandleBecomeLeader calls in the idle window
 	crash    *procsCrash
 	err      error
@@ -235,7 +235,7 @@ func (r procsRun) maxCPU() float64 {
 func procsReport(p *plan, runs []procsRun) (string, []summaryRow) {
 	var b strings.Builder
 	var rows []summaryRow
-	fmt.Fprintf(&b, "Three nodes, each an OS process of its own (this program again), talking TCP on loopback with the framework's own handshake and no proxy; every election has a member on each node, coalesced liveness, default timings. Each size is one cold start (every node spawns its members at once), a settle of %s, an idle window of %s, and a SIGKILL of the node process that leads the most elections. Each node reports its own CPU (getrusage), resident set, live heap after a collection and the framework's message counters; the times come from the members' callbacks, stamped in their processes.\n\n", p.idleSettle, p.procsIdle)
+	fmt.Fprintf(&b, "Three nodes, each an OS process of its own (this program again), talking TCP on loopback with the framework's own handshake and no proxy; every election has a member on each node, coalesced liveness, default timings. Each size is one cold start (every node spawns its members at once), a settle of %s, an idle window of %s, and a SIGKILL of the node process that leads the most elections. Each node reports its own CPU (getrusage), resident set, live heap as its last collection found it (none is forced: a forced one runs the node's timers late) and the framework's message counters; the times come from the members' callbacks, stamped in their processes.\n\n", p.idleSettle, p.procsIdle)
 	for _, r := range runs {
 		fmt.Fprintf(&b, "### %s elections\n\n", thousands(r.clusters))
 		if r.err != nil && len(r.costs[1]) == 0 {
