@@ -142,6 +142,10 @@ func crashProcs(p *plan, c *procCluster) *procsCrash {
 			n.ask("profile "+os.Getenv(procProfileCrashEnv), 10*time.Second)
 		}
 	}
+	// the tally inspected every election of every node: a burst of work
+	// (most of a core for a few hundred milliseconds at 10,000) that must
+	// be over before the crash, or the crash is measured on its tail
+	p.sleep(time.Second)
 	pre, _ := c.cost()
 	killed, exited := c.kill(k.victim)
 	k.exited = exited
