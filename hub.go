@@ -112,8 +112,8 @@ type hub struct {
 	lateTicks   uint64
 	lateMax     time.Duration
 	tickLongest time.Duration
-	// slots the ticks visited (took the lock of), and followers they
-	// passed by on their leader's pings instead (passVouched)
+	// slots the ticks visited (took the lock of), and those they passed
+	// by instead (passFollower, passLeader)
 	visits, passed uint64
 
 	// pings (pings.go)
@@ -1094,11 +1094,11 @@ func (h *hub) inspect() map[string]string {
 		"ergo:hub_late_ticks":   strconv.FormatUint(h.lateTicks, 10),
 		"ergo:hub_late_max":     h.lateMax.String(),
 		"ergo:hub_tick_longest": h.tickLongest.String(),
-		// elections the ticks looked at (took the lock of), and
-		// followers they passed by instead because their leader's pings
-		// had come (passFollower): on an idle node the leaders are
-		// visited about once per holding lease, and followers passed by
-		// about once per election timeout
+		// elections the ticks looked at (took the lock of), and those
+		// they passed by instead because the pings and their answers had
+		// moved their timers on (passFollower, passLeader): on an idle
+		// node the visits grow only at the refreshes and the passes
+		// about by the elections every election timeout
 		"ergo:hub_visits": strconv.FormatUint(h.visits, 10),
 		"ergo:hub_passed": strconv.FormatUint(h.passed, 10),
 		// records sent and lead epochs raised (vouch.go): records
