@@ -185,7 +185,10 @@ func survivorsCPU(pre, post []procCost, victim int) string {
 	var parts []string
 	for i := range post {
 		if i != victim {
-			parts = append(parts, fmt.Sprintf("node %d %s", i+1, (post[i].CPU-pre[i].CPU).Round(100*time.Microsecond)))
+			// the epochs raised say how often the survivors' pings stopped
+			// counting for the other's leaders until acknowledged again
+			parts = append(parts, fmt.Sprintf("node %d %s (%d lead and %d answer epochs raised)", i+1, (post[i].CPU-pre[i].CPU).Round(100*time.Microsecond),
+				post[i].Raises-pre[i].Raises, post[i].AnswerRaises-pre[i].AnswerRaises))
 		}
 	}
 	return strings.Join(parts, ", ")
