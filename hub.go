@@ -628,11 +628,13 @@ func (h *hub) passFollower(cell *quietCell, quiet int64, now time.Time, horizon 
 	if ok == false || seen.epoch != w.epoch {
 		return false
 	}
-	next := seen.last.Add(w.slack).Add(-horizon).UnixNano()
-	if next <= now.UnixNano() {
-		return false
-	}
-	if cell.until.CompareAndSwap(quiet, next) == false {
+	return h.moveQuiet(cell, quiet, seen.last.Add(w.slack).Add(-horizon), now)
+}
+
+// moveQuiet sets cell's quiet time from quiet to next, if next is ahead of
+// now and the actor did not set it meanwhile (to 0), and counts the pass.
+func (h *hub) moveQuiet(cell *quietCell, quiet int64, next, now time.Time) bool {
+	if next.After(now) == false || cell.until.CompareAndSwap(quiet, next.UnixNano()) == false {
 		return false
 	}
 	h.passed++
@@ -662,15 +664,7 @@ func (h *hub) passLeader(cell *quietCell, quiet int64, now time.Time, horizon ti
 	if ok == false {
 		return false
 	}
-	next := at.Add(w.lease).Add(-horizon).UnixNano()
-	if next <= now.UnixNano() {
-		return false
-	}
-	if cell.until.CompareAndSwap(quiet, next) == false {
-		return false
-	}
-	h.passed++
-	return true
+	return h.moveQuiet(cell, quiet, at.Add(w.lease).Add(-horizon), now)
 }
 
 // peersChanged reports whether a node the leaders' rounds may go to

@@ -315,6 +315,21 @@ func TestARecordGoesAgainUntilAckedUnderTheNewEpoch(t *testing.T) {
 	assert.Equal(t, p.now, p.counted())
 }
 
+// followerPassedBy parks the follower's election timer, anchors it with
+// its leader's record and ticks both hubs for 200 ms, in which the
+// follower's hub passes it by on the leader's pings.
+func (p *pingPair) followerPassedBy() {
+	p.t.Helper()
+	p.parkFollowerTimer()
+	p.tick()
+	require.False(p.t, p.tickFollowerHub())
+	for range 40 {
+		p.ticks(1)
+		require.False(p.t, p.tickFollowerHub())
+	}
+	require.NotZero(p.t, p.b.passed, "passed by while it followed")
+}
+
 // tickFollowerHub runs the follower's hub's tick and reports whether it
 // fired the follower's election timer.
 func (p *pingPair) tickFollowerHub() (fired bool) {
@@ -393,14 +408,7 @@ func TestAFollowerIsPassedByWhileItsLeadersPingsVouch(t *testing.T) {
 // fires its campaign's timer up to an election timeout late.
 func TestAFollowerThatStoppedFollowingIsNotPassedBy(t *testing.T) {
 	p := newPingPair(t)
-	p.parkFollowerTimer()
-	p.tick()
-	require.False(t, p.tickFollowerHub())
-	for range 40 {
-		p.ticks(1)
-		require.False(t, p.tickFollowerHub())
-	}
-	require.NotZero(t, p.b.passed, "passed by while it followed")
+	p.followerPassedBy()
 
 	p.follower.settle(0, 0)
 	p.follower.share(grant{}) // a candidate: it follows nobody
@@ -454,14 +462,7 @@ func TestANewAnchorMakesTheHubVisitTheFollower(t *testing.T) {
 // after which the ticks pass the new leader by on the old leader's pings.
 func TestAFollowerThatBecameALeaderIsNotPassedBy(t *testing.T) {
 	p := newPingPair(t)
-	p.parkFollowerTimer()
-	p.tick()
-	require.False(t, p.tickFollowerHub())
-	for range 40 {
-		p.ticks(1)
-		require.False(t, p.tickFollowerHub())
-	}
-	require.NotZero(t, p.b.passed, "passed by while it followed")
+	p.followerPassedBy()
 
 	p.follower.settle(0, 0)
 	p.follower.share(grant{lead: true, leadTerm: 2, fresh: 15 * time.Millisecond, followers: map[gen.Atom]gen.PID{node("c"): pid("c")}})
