@@ -119,12 +119,14 @@ func TestPingsCountOnlyWhileTheFollowerIsBound(t *testing.T) {
 }
 
 // An answer sent while an election is in a step names it, and the epoch
-// stays; the epoch rises when a step whose key is unknown ends with another
-// permission, when an election in a step cannot be named to the hub the
-// answer goes to (its key is unknown, or was given by another hub of that
-// node), and when a new actor starts. Breaks: pings stop counting for every
-// quiet follower (an epoch raised at every step: ten thousand elections
-// never settle), or count across a defection (one never raised).
+// stays; an election whose key is unknown, or was given by another hub of
+// the node, is neither named nor a reason to raise the epoch (no leader
+// counts an answer for it: TestAFollowerWithoutAKeyIsNeverCounted); the
+// epoch rises when a new actor starts. Breaks: pings stop counting for
+// every quiet follower (an epoch raised at every step, or at every step of
+// an election that follows a leader it has not acknowledged through the
+// hub yet: ten thousand elections never settle, and a crash wave raised
+// the epoch at every answer), or count across a defection (never raised).
 func TestTheEpochRisesWhenAFollowerMayHaveDefected(t *testing.T) {
 	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
 	hubA := gen.PID{Node: node("a"), ID: 9, Creation: 1}
@@ -141,23 +143,61 @@ func TestTheEpochRisesWhenAFollowerMayHaveDefected(t *testing.T) {
 	assert.Empty(t, busy, "and the election is bound again")
 
 	b.unbind(node("a"), stepKey{})
-	unknown, _ := b.answerEpoch(node("a"), hubA)
-	assert.NotEqual(t, start, unknown, "an election in a step whose key is unknown")
-	b.rebind(node("a"), stepKey{}, 7, false)
+	unknown, busy := b.answerEpoch(node("a"), hubA)
+	assert.Equal(t, start, unknown, "an election in a step whose key is unknown")
+	assert.Empty(t, busy, "is not named")
+	b.rebind(node("a"), stepKey{}, 7, true)
+	changed, busy := b.answerEpoch(node("a"), hubA)
+	assert.Equal(t, start, changed, "nor when its step changed the permission")
+	assert.Empty(t, busy)
 
 	b.unbind(node("a"), named)
-	other, _ := b.answerEpoch(node("a"), gen.PID{Node: node("a"), ID: 10, Creation: 1})
-	assert.NotEqual(t, unknown, other, "a key another hub of the node gave")
+	other, busy := b.answerEpoch(node("a"), gen.PID{Node: node("a"), ID: 10, Creation: 1})
+	assert.Equal(t, start, other, "a key another hub of the node gave")
+	assert.Empty(t, busy, "names nothing to this one")
 	b.rebind(node("a"), named, 7, false)
-	b.unbind(node("a"), stepKey{})
-	b.rebind(node("a"), stepKey{}, 7, true)
-	changed, _ := b.answerEpoch(node("a"), hubA)
-	assert.NotEqual(t, other, changed, "a step that changed the permission, its key unknown")
+
 	b.raiseAll()
 	last, _ := b.answerEpoch(node("a"), hubA)
-	assert.NotEqual(t, changed, last, "a new actor on the node")
+	assert.NotEqual(t, start, last, "a new actor on the node")
 	assert.Empty(t, b.peers[node("a")].unbound, "no step stays open on the board")
 	assert.Equal(t, last-start, b.raisedSoFar(), "every raise is counted for the operator (ergo:hub_answer_raises)")
+}
+
+// A follower that follows a leader it has not acknowledged through the
+// hub (no key: it granted the leader directly, or the leader's term is
+// new) counts for that leader through no answered ping, bound or not, and
+// it starts to count only with an acknowledgement through the hub in the
+// leader's current term. This is why an election without a key needs no
+// name and no new epoch. Breaks: a leader keeps an acknowledgement of an
+// earlier term (or of another follower) as the epoch its pings count
+// under, and counts the answers given while its follower of the new term
+// grants someone else.
+func TestAFollowerWithoutAKeyIsNeverCounted(t *testing.T) {
+	p := newPingPair(t)
+	p.tick() // term 1: the round and the ack through the hub
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.tick()
+	require.Equal(t, p.now, p.counted(), "acknowledged through the hub, the pings count")
+
+	// term 2: the leader won again; the follower granted it directly and
+	// has acknowledged nothing of term 2 through the hub
+	p.lead.settle(0, 0)
+	p.lead.share(grant{lead: true, leadTerm: 2, fresh: 15 * time.Millisecond, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
+	p.follower.settle(0, 0)
+	p.follower.share(grant{follow: pid("a"), followTerm: 2})
+	assert.True(t, p.counted().IsZero(), "a new term counts no acknowledgement of the old one")
+	epoch := p.b.board.epochOf(node("a"))
+	for range 3 {
+		// the follower in a step, then defecting: the answers neither name
+		// it nor raise the epoch, and the leader counts none of them
+		p.follower.settle(0, 0)
+		p.follower.share(grant{})
+		p.now = p.now.Add(5 * time.Millisecond)
+		p.tick() // its record of term 2 finds no follower bound to it: no ack
+		assert.True(t, p.counted().IsZero(), "no answer counts for a follower without a key")
+	}
+	assert.Equal(t, epoch, p.b.board.epochOf(node("a")), "and none raised the epoch")
 }
 
 // An answer that names a leader's key counts for that leader's follower
@@ -427,4 +467,82 @@ func TestALeaderWhoseFollowerCameBackSendsItsRecordAgain(t *testing.T) {
 	assert.Greater(t, p.a.records, records, "the leader's record went again")
 	assert.True(t, p.counted().After(left), "pings answered after it acknowledged the record count again")
 	assert.Empty(t, p.b.board.peers[node("a")].left, "its name went with that acknowledgement")
+}
+
+// A leader that joins a new hub of its node (the old one failed) counts
+// no answer to the new hub's pings until its follower acknowledges its
+// record through that hub. So a follower whose key the old hub gave is
+// named to nobody when it steps or defects, and no epoch is raised for it.
+// Breaks: the leader keeps counting under the epoch of its follower's
+// acknowledgement through the old hub, and counts the new hub's pings
+// answered while that follower grants someone else.
+func TestALeaderOnANewHubCountsOnlyAcknowledgementsThroughIt(t *testing.T) {
+	p := newPingPair(t)
+	p.tick()
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.tick()
+	require.Equal(t, p.now, p.counted(), "acknowledged through the old hub, the pings count")
+
+	pa2 := &scriptedProcess{self: gen.PID{Node: node("a"), ID: 4, Creation: 1}}
+	a2 := &hub{process: pa2, clock: func() time.Time { return p.now }, board: p.a.board}
+	a2.init()
+	a2.add(p.lead)
+	epoch := p.b.board.epochOf(node("a"))
+	p.follower.settle(0, 0)
+	p.follower.share(grant{}) // it defects; its key is the old hub's
+	for range 3 {
+		p.now = p.now.Add(5 * time.Millisecond)
+		a2.tick()
+		for _, m := range pa2.sent {
+			if beats, ok := m.(msgBeats); ok {
+				p.b.beats(pa2.self, beats)
+			}
+		}
+		pa2.sent, pa2.sentTo = nil, nil
+		for _, m := range p.pb.sent {
+			if acks, ok := m.(msgBeatAcks); ok {
+				a2.acks(p.pb.self, acks)
+			}
+		}
+		p.pb.sent, p.pb.sentTo = nil, nil
+		assert.True(t, p.counted().IsZero(), "no answer to the new hub's pings counts without an acknowledgement through it")
+	}
+	assert.Equal(t, epoch, p.b.board.epochOf(node("a")), "and none raised the epoch")
+}
+
+// An answer that comes late, after more than a dozen later pings went out
+// (a node in a crash wave answers 100 ms late), still counts from its
+// ping's send time: the hub remembers more than a holding lease of pings.
+// Breaks: late answers count for nobody, and leaders whose holding lease
+// they would renew stand down while their followers still answer.
+func TestALateAnswerStillCounts(t *testing.T) {
+	p := newPingPair(t)
+	p.tick()
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.tick()
+	require.Equal(t, p.now, p.counted())
+
+	p.now = p.now.Add(5 * time.Millisecond)
+	pinged := p.now
+	p.a.tick()
+	for _, m := range p.pa.sent {
+		if beats, ok := m.(msgBeats); ok {
+			p.b.beats(p.pa.self, beats)
+		}
+	}
+	p.pa.sent, p.pa.sentTo = nil, nil
+	late := p.pb.sent // b's answer, held up on its way back
+	p.pb.sent, p.pb.sentTo = nil, nil
+	require.NotEmpty(t, late)
+	for range 20 { // 100 ms of pings whose answers are later still
+		p.now = p.now.Add(5 * time.Millisecond)
+		p.a.tick()
+		p.pa.sent, p.pa.sentTo = nil, nil
+	}
+	for _, m := range late {
+		if acks, ok := m.(msgBeatAcks); ok {
+			p.a.acks(p.pb.self, acks)
+		}
+	}
+	assert.Equal(t, pinged, p.counted(), "the late answer counts from its ping's send time")
 }
