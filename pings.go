@@ -40,19 +40,15 @@ import (
 //     pongEnd into its promise (election.pongPromise). An answer given
 //     while an election is unbound names it (Busy: the key A's hub gave
 //     its leader's record, which the election noted with its last
-//     acknowledgement). An election that cannot be named that way has
-//     acknowledged nothing through A's current hub for this leader and
-//     term (the key comes with that very acknowledgement, hub.beats), so
-//     no leader on A counts any answer for it (a leader counts answers
-//     for a follower only under the follower's acknowledgement of its own
-//     record through that hub, in its current term: hub.acks, hub.add,
-//     slot.share): it needs no name, and the epoch stays. A step that
-//     ends with another permission than the one it withdrew (another
-//     leader, another term, or none) leaves the election named by that
-//     key in every later answer (pingPeer.left) until the hub acknowledges
-//     that leader's record for it again, which it does only while the
-//     election is bound to that leader; an election without a key leaves
-//     nothing any leader counts, and is not named. A new election actor
+//     acknowledgement); only when the election cannot be named that way
+//     (it has acknowledged nothing through A's current hub for this
+//     leader and term) is the epoch raised first. A step that ends with
+//     another permission than the one it withdrew (another leader, another
+//     term, or none) leaves the election named by that key in every later
+//     answer (pingPeer.left) until the hub acknowledges that leader's
+//     record for it again, which it does only while the election is bound
+//     to that leader; only when it cannot be named (its key is unknown)
+//     does the end of the step raise the epoch. A new election actor
 //     raises every epoch of its node before it can grant anything (the
 //     dead process it replaces cannot).
 //   - The leader on A counts a ping toward its acting lease, from the
@@ -301,21 +297,15 @@ func (b *pingBoard) epochOf(node gen.Atom) uint64 {
 
 // answerEpoch is the epoch an answer to hub, node's hub, carries now, and
 // the keys of that hub's leaders whose followers here are in a step, which
-// the answer names. An election in a step whose key is unknown, or was
-// given by another hub of node, is not named: it acknowledged nothing
-// through hub for the leader and term it follows, so none of hub's leaders
-// counts an answer for it (pings.go). The epoch is raised only when more
-// than maxBusyKeys would be named.
+// the answer names. The epoch is raised first when an election in a step
+// cannot be named to hub: its key is unknown, or was given by another hub.
 func (b *pingBoard) answerEpoch(node gen.Atom, hub gen.PID) (uint64, []uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.peer(node)
 	var busy []uint64
 	for k := range p.unbound {
-		if k.key == 0 || k.hub != hub {
-			continue
-		}
-		if len(busy) == maxBusyKeys {
+		if k.key == 0 || k.hub != hub || len(busy) == maxBusyKeys {
 			b.raise(p)
 			return p.epoch, nil // a new epoch: no acknowledgement made before counts it
 		}
@@ -362,9 +352,8 @@ func (b *pingBoard) unbind(node gen.Atom, key stepKey) time.Time {
 // rebind ends the step of the election of actor follower that unbind
 // counted under key. changed says it granted another permission than the
 // one the step withdrew: the election is named under key from now on
-// (left), or, when too many are named, the epoch is raised. An election
-// whose key is not known is not named: no leader counts an answer for it
-// (answerEpoch).
+// (left), or, when key is not known or too many are named, the epoch is
+// raised.
 func (b *pingBoard) rebind(node gen.Atom, key stepKey, follower uint64, changed bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -374,10 +363,10 @@ func (b *pingBoard) rebind(node gen.Atom, key stepKey, follower uint64, changed 
 	} else {
 		p.unbound[key]--
 	}
-	if changed == false || key.key == 0 {
+	if changed == false {
 		return
 	}
-	if len(p.left) >= maxLeftKeys {
+	if key.key == 0 || len(p.left) >= maxLeftKeys {
 		b.raise(p)
 		return
 	}
