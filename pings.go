@@ -479,14 +479,9 @@ type pingStamp struct {
 	fresh time.Duration
 }
 
-// recentPings is how many of its newest pings a hub remembers: more than a
-// holding lease of them at the liveness interval (ElectionTimeoutMin/30:
-// 30 to the holding lease), so that an answer that came late still counts
-// toward the holding lease it can renew. An answer to an older ping proves
-// no lease at all. With 16 (80 ms at the defaults), answers that came 100
-// ms late under a node crash's wave counted for nobody, and leaders whose
-// holding lease they would have renewed stood down.
-const recentPings = 64
+// recentPings is how many of its newest pings a hub remembers: an answer
+// to an older one proves a lease long over.
+const recentPings = 16
 
 // pingLog is a hub's ring of its recent pings' send times.
 type pingLog struct {
