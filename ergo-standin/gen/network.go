@@ -199,14 +199,54 @@ type Resolver interface {
 	ResolveApplication(name Atom) (ApplicationRoutes, error)
 }
 
-// Registrar is the name service of the network (user-facing part).
+// Registrar is the name service of the network. As in the framework, the
+// node drives part of it: Register when its network starts (with a custom
+// registrar, NetworkOptions.Registrar; the routes it returns are added as
+// static routes) and Terminate when it stops. A registrar that does not
+// support a feature returns gen.ErrUnsupported.
 type Registrar interface {
+	Register(node NodeRegistrar, routes RegisterRoutes) (StaticRoutes, error)
 	Resolver() Resolver
+	RegisterProxy(to Atom) error
+	UnregisterProxy(to Atom) error
+	RegisterApplicationRoute(route ApplicationRoute) error
+	UnregisterApplicationRoute(name Atom) error
 	Nodes() ([]Atom, error)
-	Info() RegistrarInfo
-	Version() Version
-	Event() (Event, error)
 	Config(items ...string) (map[string]any, error)
+	ConfigItem(item string) (any, error)
+	Event() (Event, error)
+	Info() RegistrarInfo
+	Terminate()
+	Version() Version
+}
+
+// NodeRegistrar is what a registrar may use of the node that registers
+// with it (Registrar.Register).
+type NodeRegistrar interface {
+	Name() Atom
+	Creation() int64
+	SetEnv(name Env, value any)
+	RegisterEvent(name Atom, options EventOptions) (Ref, error)
+	UnregisterEvent(name Atom) error
+	SendEvent(name Atom, token Ref, options MessageOptions, message any) error
+	Log() Log
+	Stop()
+	StopForce()
+}
+
+// RegisterRoutes is what a node publishes when it registers: its
+// acceptors' routes, and the application and proxy routes it serves.
+type RegisterRoutes struct {
+	Routes            []Route
+	ApplicationRoutes []ApplicationRoute
+	ProxyRoutes       []ProxyRoute
+}
+
+// StaticRoutes are the routes a registrar hands a node that registers, by
+// node name pattern.
+type StaticRoutes struct {
+	Routes  map[string]NetworkRoute
+	Proxies map[string]NetworkProxyRoute
 }
 
 // RegistrarInfo describes the registrar of a node.

@@ -128,6 +128,7 @@ func Start(name gen.Atom, options gen.NodeOptions, framework gen.Version) (gen.N
 			Log:      n.netLog,
 			Handler:  n,
 			Events:   n,
+			Node:     n,
 		})
 		if err != nil {
 			n.net = disabledNetwork{}

@@ -101,6 +101,9 @@ type Options struct {
 	// Events, when set, is the node that registers and publishes the
 	// event of the built-in registrar (Registrar().Event()).
 	Events EventProducer
+	// Node is the node a custom registrar (NetworkOptions.Registrar) is
+	// given when the stack registers with it.
+	Node gen.NodeRegistrar
 }
 
 // EventProducer registers and publishes node-level events (gen.Node does).

@@ -92,7 +92,23 @@ func (r remoteNode) Disconnect() { r.c.closeBy("disconnect requested") }
 type builtinRegistrar struct{ s *Stack }
 
 func (b builtinRegistrar) Resolver() gen.Resolver { return b }
-func (b builtinRegistrar) Version() gen.Version   { return registrarVersion }
+
+// Register and Terminate are driven by the stack itself for the built-in
+// registrar (Start, Stop): as views, they do nothing.
+func (b builtinRegistrar) Register(gen.NodeRegistrar, gen.RegisterRoutes) (gen.StaticRoutes, error) {
+	return gen.StaticRoutes{}, nil
+}
+func (b builtinRegistrar) Terminate()                     {}
+func (b builtinRegistrar) RegisterProxy(gen.Atom) error   { return gen.ErrUnsupported }
+func (b builtinRegistrar) UnregisterProxy(gen.Atom) error { return gen.ErrUnsupported }
+func (b builtinRegistrar) ConfigItem(string) (any, error) { return nil, gen.ErrUnsupported }
+func (b builtinRegistrar) UnregisterApplicationRoute(gen.Atom) error {
+	return gen.ErrUnsupported
+}
+func (b builtinRegistrar) RegisterApplicationRoute(gen.ApplicationRoute) error {
+	return gen.ErrUnsupported
+}
+func (b builtinRegistrar) Version() gen.Version { return registrarVersion }
 func (b builtinRegistrar) Config(items ...string) (map[string]any, error) {
 	return nil, gen.ErrUnsupported
 }

@@ -179,6 +179,16 @@ func Start(opts Options) (*Stack, error) {
 			s.RegisterHandshake(a.hs)
 		}
 	}
+	if no.Registrar != nil {
+		// as the framework does: a custom registrar is told of the node
+		// and its routes, and the static routes it returns are added
+		if err := s.registerWith(no.Registrar, opts.Node); err != nil {
+			for _, a := range s.acceptors {
+				a.ln.Close()
+			}
+			return nil, err
+		}
+	}
 	if no.Registrar == nil {
 		s.registrar = registrar.Start(registrar.Config{
 			Name:     string(s.name),
@@ -194,6 +204,32 @@ func Start(opts Options) (*Stack, error) {
 	}
 	registerLocal(s)
 	return s, nil
+}
+
+// registerWith registers the node with a custom registrar: the routes of
+// its acceptors (none in hidden mode), then the static routes the
+// registrar returns. Proxy routes are not supported by the stand-in and
+// are dropped with a warning.
+func (s *Stack) registerWith(r gen.Registrar, node gen.NodeRegistrar) error {
+	var routes gen.RegisterRoutes
+	if s.mode == gen.NetworkModeEnabled {
+		for _, a := range s.acceptors {
+			routes.Routes = append(routes.Routes, gen.Route{Host: s.name.Host(), Port: a.port, TLS: a.spec.CertManager != nil, HandshakeVersion: HandshakeVersion, ProtoVersion: ProtoVersion})
+		}
+	}
+	static, err := r.Register(node, routes)
+	if err != nil {
+		return fmt.Errorf("unable to register node with the registrar: %w", err)
+	}
+	for match, route := range static.Routes {
+		if err := s.AddRoute(match, route, 0); err != nil {
+			s.log.warning("registrar: static route %q: %v", match, err)
+		}
+	}
+	if len(static.Proxies) > 0 {
+		s.log.warning("registrar: %d static proxy routes dropped: the stand-in has no proxies", len(static.Proxies))
+	}
+	return nil
 }
 
 // Port returns the port of the first acceptor (0 without acceptors).
@@ -225,6 +261,9 @@ func (s *Stack) Stop() {
 		s.mu.Unlock()
 		if s.registrar != nil {
 			s.registrar.Stop()
+		}
+		if r := s.opts.Network.Registrar; r != nil && s.mode != gen.NetworkModeDisabled {
+			r.Terminate()
 		}
 		s.wg.Wait()
 	})

@@ -22,6 +22,20 @@ func (noRegistrar) Info() gen.RegistrarInfo                  { return gen.Regist
 func (noRegistrar) Version() gen.Version                     { return noRegistrarVersion }
 func (noRegistrar) Event() (gen.Event, error)                { return gen.Event{}, gen.ErrUnsupported }
 func (noRegistrar) Config(...string) (map[string]any, error) { return nil, gen.ErrUnsupported }
+func (noRegistrar) ConfigItem(string) (any, error)           { return nil, gen.ErrUnsupported }
+
+// Register and Terminate are the node's: it registers nowhere and gets no
+// static routes (the lab adds its own), and there is nothing to end.
+func (noRegistrar) Register(gen.NodeRegistrar, gen.RegisterRoutes) (gen.StaticRoutes, error) {
+	return gen.StaticRoutes{}, nil
+}
+func (noRegistrar) Terminate() {}
+
+// It serves no proxies and no application routes.
+func (noRegistrar) RegisterProxy(gen.Atom) error                        { return gen.ErrUnsupported }
+func (noRegistrar) UnregisterProxy(gen.Atom) error                      { return gen.ErrUnsupported }
+func (noRegistrar) RegisterApplicationRoute(gen.ApplicationRoute) error { return gen.ErrUnsupported }
+func (noRegistrar) UnregisterApplicationRoute(gen.Atom) error           { return gen.ErrUnsupported }
 
 // Resolve fails: a node without a static route is not reachable.
 func (noRegistrar) Resolve(gen.Atom) ([]gen.Route, error)           { return nil, gen.ErrNoRoute }
