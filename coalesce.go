@@ -89,7 +89,7 @@ type slot struct {
 	// leading is lead as the actor last shared it, which the start of a
 	// step does not withdraw; inStep is true from the start of a step to
 	// its end. Together they tell the hub that a leader is only busy
-	// (hub.go, tick), not gone.
+	// (hub_tick.go, openRounds), not gone.
 	leading, inStep bool
 	stepSeen        time.Time            // when the hub first found the actor in its current step
 	followers       map[gen.Atom]gen.PID // where the rounds go: the members whose process is known

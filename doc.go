@@ -198,9 +198,10 @@
 //	inspect.go     HandleInspect keys; stats.go, health.go, probe.go, events.go: what operators watch
 //	types.go       wire types, NetworkTypes, ErrorTypes
 //
-// What the elections of a node share (coalescing.md): hub.go, hubwire.go,
-// routes.go, coalesce.go, parking.go (the liveness hub), actor_hub.go (an
-// actor's side of it), pings.go (the
+// What the elections of a node share (coalescing.md): hub.go (the liveness
+// hub: its process, joins and leaves), hub_tick.go (its tick), hub_answer.go
+// (the other hubs' messages), hubwire.go, routes.go, coalesce.go,
+// parking.go, actor_hub.go (an actor's side of it), pings.go (the
 // hubs' node-level pings that renew the leases), vouch.go (records only
 // for what changed: the pings vouch for the node's leaders), watcher.go,
 // shared_watcher.go (watching other nodes' processes), linger.go (these

@@ -191,7 +191,7 @@ func stallScenario(t *testing.T, seed uint64, mode int) {
 		}
 	}
 	// the node's hub goes on opening rounds for a leader in a step for
-	// leaderStepGrace (hub.go), and the holding lease runs from the last of
+	// leaderStepGrace (hub_tick.go), and the holding lease runs from the last of
 	// them. The acting lease also counts the hub's pings (pings.go): while
 	// the leader's links are up its followers' support keeps counting
 	// until they stop following it, which is as safe as any lease, so only

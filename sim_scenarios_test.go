@@ -114,7 +114,7 @@ func TestSimulationLeaderStall(t *testing.T) {
 			t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
 		}
 		old := c.leaders()[0]
-		// its hub goes on for leaderStepGrace into the stall (hub.go), and
+		// its hub goes on for leaderStepGrace into the stall (hub_tick.go), and
 		// a split vote may cost the others a second election timeout
 		stall := 500*time.Millisecond + leaderStepGrace(c.cfg()) + c.cfg().electionTimeoutMax
 		c.sim.process(old.PID()).pause(stall)

@@ -113,7 +113,7 @@ func quietPeriod(cfg config) time.Duration {
 func failoverStep(cfg config) time.Duration { return max(cfg.electionTimeoutMin/30, time.Millisecond) }
 
 // leaderStepGrace is how long the hub keeps opening rounds for a leader in
-// the middle of one step (hub.go): half of ElectionTimeoutMin, so a step
+// the middle of one step (hub_tick.go): half of ElectionTimeoutMin, so a step
 // doing the leader's own work (a database write) keeps its lease fresh,
 // while a leader hung for longer stops being heard and is replaced.
 func leaderStepGrace(cfg config) time.Duration { return cfg.electionTimeoutMin / 2 }

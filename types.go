@@ -157,7 +157,7 @@ func ErrorTypes() []error {
 // msgBeats carries, from one node's liveness hub to another's, a ping
 // every liveness interval and, every HeartbeatInterval, one heartbeat
 // round of every election the first node leads with followers on the
-// second (hub.go, pings.go). It is answered with msgBeatAcks, even when
+// second (hub_tick.go, hub_answer.go, pings.go). It is answered with msgBeatAcks, even when
 // empty, so the sender knows the hub is there.
 //
 // A hub that ticks answers a ping that carries no rounds in its next
