@@ -285,3 +285,61 @@ func TestARestartInAViewOfFourNeedsTwoOthers(t *testing.T) {
 	assert.True(t, h.e.floorReady())
 	assert.Equal(t, uint64(5), h.e.floorTerm)
 }
+
+// Rule 3: a round whose F is longer than this node's own (adaptive
+// freshness, roundFresh) keeps the promise after a sign of loss that long
+// after the acknowledgement: the leader acts within that round's F, so the
+// promise must outlast it.
+func TestARoundsLongerFKeepsThePromiseAfterALoss(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	long := 2 * freshness(h.e.cfg)
+	require.Less(t, long, promiseLength(h.e.cfg))
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3, Fresh: int64(long)})
+	ackedAt := h.now
+	h.advance(2 * time.Millisecond)
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	assert.Equal(t, ackedAt.Add(long), h.e.promisedUntil, "until the round's F after its acknowledgement, not this node's own F")
+	h.now = ackedAt.Add(freshness(h.e.cfg))
+	h.e.now = h.now
+	why, _ := h.e.grantRefusal(false, pid("c"))
+	assert.Equal(t, "promised", why, "the leader may still act on that round")
+}
+
+// Rule 2: rounds acknowledged before the view grew make no acting lease,
+// though the members that acknowledged them are a quorum of the larger
+// view: one of them may be a member of the view just merged, already bound
+// to its leader's term.
+func TestRoundsBeforeTheViewGrewMakeNoLease(t *testing.T) {
+	h := leaderOfThree(t)
+	h.e.sendHeartbeats()
+	h.e.takeEffects()
+	round := h.e.round
+	h.advance(time.Millisecond)
+	h.recv("b", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: round})
+	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: round})
+	require.True(t, h.e.leading(h.now))
+	h.advance(time.Millisecond)
+	out := h.recv("d", msgHello{ClusterID: "c"})
+	require.Equal(t, 4, h.e.viewSize())
+	assert.False(t, h.e.leading(h.now), "a, b and c are a quorum of four, but their round is older than the view")
+	assert.Equal(t, roleLeader, h.e.role, "the role stays: a round is on its way")
+	assert.NotEmpty(t, sentTo[msgHeartbeat](out, "b"), "a round goes at once to win the lease back")
+	round = h.e.round
+	h.advance(time.Millisecond)
+	h.recv("b", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: round})
+	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: round})
+	assert.True(t, h.e.leading(h.now), "a round sent since counts")
+}
+
+// Rule 3, against an absurd round: an F longer than the promise itself
+// (a peer's bug, or garbage) extends the promise after a loss to the full
+// promise at most, so the survivor still fails over within an election
+// timeout.
+func TestAnAbsurdRoundFreshnessExtendsThePromiseNoFurtherThanThePromise(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3, Fresh: int64(time.Hour)})
+	ackedAt := h.now
+	h.advance(2 * time.Millisecond)
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	assert.False(t, h.e.promisedUntil.After(ackedAt.Add(promiseLength(h.e.cfg))), "promised until %s, %s after the acknowledgement", h.e.promisedUntil, h.e.promisedUntil.Sub(ackedAt))
+}

@@ -497,3 +497,24 @@ func TestALeaderOnANewHubCountsOnlyAcknowledgementsThroughIt(t *testing.T) {
 		assert.True(t, p.counted().IsZero(), "no answer to the new hub's pings counts without an acknowledgement through it")
 	}
 }
+
+// Rule 8: while the pings its node answered bind a follower to its leader,
+// it acknowledges no other leader's rounds, though its per-round promise
+// ended after the lost connection. Breaks: a new leader counts the
+// follower's acknowledgement while the old one still acts on the pings.
+func TestThePingsPromiseWithholdsAcknowledgementsFromAnotherLeader(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	h.e.pongPromise, h.e.pongPromiseTo = h.now.Add(40*time.Millisecond), pid("b")
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	h.advance(20 * time.Millisecond) // past the per-round promise after the loss
+	out := h.recv("c", msgHeartbeat{ClusterID: "c", Term: 2, Leader: pid("c"), Round: 1})
+	acks := sentTo[msgHeartbeatAck](out, "c")
+	require.Len(t, acks, 1)
+	assert.Equal(t, uint64(0), acks[0].Round, "the heartbeat is answered, but acknowledges no round")
+	h.advance(20 * time.Millisecond) // the pings' promise is over
+	out = h.recv("c", msgHeartbeat{ClusterID: "c", Term: 2, Leader: pid("c"), Round: 2})
+	acks = sentTo[msgHeartbeatAck](out, "c")
+	require.Len(t, acks, 1)
+	assert.Equal(t, uint64(2), acks[0].Round, "then it acknowledges the new leader's round")
+}

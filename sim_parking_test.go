@@ -139,7 +139,9 @@ func ledApartFrom(c *simCluster, node gen.Atom) bool {
 
 // TestSimulationALostLeaderWakesNoStaleTimer: when a node that leads some
 // of the elections crashes, each survivor of those elections wakes for its
-// fast failover and for nothing else until the new leader is in. Its
+// fast failover (and to ask again a voter that refused its pre-vote for
+// not having seen the loss yet) and for nothing else until the new leader
+// is in. Its
 // election timer was parked with the hub, which moved the deadline on with
 // every round it answered; taken back at the down, it must be armed for
 // that deadline, not for the time it was parked with, long past, which
@@ -155,10 +157,11 @@ func TestSimulationALostLeaderWakesNoStaleTimer(t *testing.T) {
 		s, f, _, victim, led := parkedFleet(t, seed, 4)
 		wakes := func(b *simActor) uint64 { return b.state.timerWakeups + b.state.dropped["stale_timer"] }
 		before := make(map[*simActor]uint64)
+		reasked := make(map[*simActor]uint64)
 		for _, c := range led {
 			for name, b := range c.actors {
 				if name != victim {
-					before[b] = wakes(b)
+					before[b], reasked[b] = wakes(b), b.state.fastReasks
 				}
 			}
 		}
@@ -186,9 +189,16 @@ func TestSimulationALostLeaderWakesNoStaleTimer(t *testing.T) {
 			if b.state.role == roleLeader {
 				continue // a new leader's liveness rounds tick every few milliseconds
 			}
-			if woke := wakes(b) - n; woke > 1 {
-				t.Fatalf("seed %d: a survivor of %q on %s woke %d times for its timers within %s of its leader's crash, want at most one (the fast failover)\n%s",
-					seed, b.state.cfg.clusterID, b.state.self.Node, woke, window, s.report())
+			// a voter that had not seen the loss yet refused the fast
+			// pre-vote, and the survivor asked again: a wake-up of the
+			// failover too (leadership.go, fastReaskDue)
+			want := uint64(1)
+			if b.state.fastReasks > reasked[b] {
+				want++
+			}
+			if woke := wakes(b) - n; woke > want {
+				t.Fatalf("seed %d: a survivor of %q on %s woke %d times for its timers within %s of its leader's crash, want at most %d (the fast failover, and its pre-vote asked again)\n%s",
+					seed, b.state.cfg.clusterID, b.state.self.Node, woke, window, want, s.report())
 			}
 		}
 		for b, n := range untouched {
