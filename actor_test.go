@@ -319,3 +319,34 @@ func TestEveryKindOfEffectMakesTheEffectsNonEmpty(t *testing.T) {
 		assert.False(t, out.empty(), "effects.%s alone is not empty", field.Name)
 	}
 }
+
+// Rule 8: a new election actor raises every epoch of its node's board
+// before it can grant anything, so that no answer its node's hub gave
+// for an earlier process of the election (bound to a leader then) counts
+// for that leader any more. Breaks: a leader counts pings answered for a
+// process that is gone, whose successor has promised nothing.
+func TestANewElectionActorRaisesItsNodesEpochs(t *testing.T) {
+	s := newSimTest(t, 1, lanNetwork())
+	n := s.addNode("solo@sim")
+	spawn := func(name gen.Atom, cluster string) *simProcess {
+		b := &bareActor{options: soloOptions()}
+		b.options.ClusterID = cluster
+		b.clock = func() time.Time { return s.now }
+		b.rng = rand.New(rand.NewPCG(1, 2))
+		p, err := s.spawn(n, name, b)
+		require.NoError(t, err)
+		return p
+	}
+	first := spawn("first", "one")
+	board := boardOf(first.Node())
+	epoch := func() uint64 {
+		board.mu.Lock()
+		defer board.mu.Unlock()
+		return board.peer("peer@sim").epoch
+	}
+	before := epoch()
+	s.runFor(10 * time.Millisecond)
+	assert.Equal(t, before, epoch(), "nothing raised it meanwhile")
+	spawn("second", "two")
+	assert.NotEqual(t, before, epoch(), "the new actor raised it")
+}

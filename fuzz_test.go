@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzElectionMessages feeds arbitrary sequences of protocol messages from
@@ -153,4 +155,56 @@ func FuzzHubWire(f *testing.F) {
 			t.Fatalf("an ack for round %d, never opened (newest %d)", ack, leader.round)
 		}
 	})
+}
+
+// Bad input: an answer whose list of named elections is malformed, or
+// names more than maxBusyKeys, counts for no leader, since whom it names
+// cannot be known; the next well-formed answer counts again. Breaks: a
+// garbled answer counts for a follower that was in a step when it was
+// given.
+func TestAnAnswerWhoseNamesCannotBeReadCountsForNobody(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		busy []byte
+	}{
+		{"malformed", []byte{0xff}},
+		{"too many", func() []byte {
+			var buf []byte
+			for k := range uint64(maxBusyKeys + 1) {
+				buf = appendKeys(buf, k+1000)
+			}
+			return buf
+		}()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPingPair(t)
+			p.tick()
+			p.now = p.now.Add(5 * time.Millisecond)
+			p.tick()
+			good := p.now
+			require.Equal(t, good, p.counted())
+
+			// the next ping's answer arrives garbled
+			p.now = p.now.Add(5 * time.Millisecond)
+			p.a.tick()
+			for _, m := range p.pa.sent {
+				if beats, ok := m.(msgBeats); ok {
+					p.b.beats(p.pa.self, beats)
+				}
+			}
+			p.pa.sent, p.pa.sentTo = nil, nil
+			for _, m := range p.pb.sent {
+				if acks, ok := m.(msgBeatAcks); ok {
+					acks.Busy = c.busy
+					p.a.acks(p.pb.self, acks)
+				}
+			}
+			p.pb.sent, p.pb.sentTo = nil, nil
+			assert.Equal(t, good, p.counted(), "the garbled answer counts for nobody")
+
+			p.now = p.now.Add(5 * time.Millisecond)
+			p.tick()
+			assert.Equal(t, p.now, p.counted(), "a well-formed one counts again")
+		})
+	}
 }

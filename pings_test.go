@@ -518,3 +518,32 @@ func TestThePingsPromiseWithholdsAcknowledgementsFromAnotherLeader(t *testing.T)
 	require.Len(t, acks, 1)
 	assert.Equal(t, uint64(2), acks[0].Round, "then it acknowledges the new leader's round")
 }
+
+// Rule 8, on the follower's side: a step of a follower bound through the
+// hub reads the end of the pings its node answered for the leader's node
+// into its promise, which then outlasts the per-round promise after a
+// loss. Breaks: a survivor grants while the old leader still acts on
+// pings answered in the survivor's name.
+func TestAFollowersStepTakesThePingsAnsweredIntoItsPromise(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	board := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
+	s := &slot{cluster: "c", actor: pid("a"), board: board}
+	h.e.hubAttached(nil, pid("hub"))
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 2})
+	shareTo(s, h.e)
+	require.Equal(t, pid("b"), s.follow, "a follower of b lets the hub answer b")
+	end := h.now.Add(40 * time.Millisecond)
+	board.pinged(node("b"), end) // b's hub pinged, and this node answers for the election
+	h.advance(time.Millisecond)
+	h.e.stepStarts(h.now, settleFrom(s, h.e))
+	assert.Equal(t, end, h.e.pongPromise, "the step took the pings' end into its promise")
+	assert.Equal(t, pid("b"), h.e.pongPromiseTo)
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	h.advance(20 * time.Millisecond) // past F after the last acknowledgement
+	h.e.now = h.now
+	why, _ := h.e.grantRefusal(false, pid("c"))
+	assert.Equal(t, "promised", why, "the pings answered in its name still bind it")
+	h.now, h.e.now = end, end
+	why, _ = h.e.grantRefusal(false, pid("c"))
+	assert.Equal(t, "", why, "until they end")
+}

@@ -434,3 +434,20 @@ func TestRefusedMonitorOfTheLeaderKeepsThePromise(t *testing.T) {
 	require.Len(t, sentTo[msgVoteReply](out, "c"), 1)
 	assert.True(t, sentTo[msgVoteReply](out, "c")[0].Granted, "the promise to a dead process is void")
 }
+
+// Rule 1: one vote per term. Once its promise to the candidate it voted
+// for is over, a voter still refuses every other candidate of that term.
+// Breaks: two candidates of one term each count this node's vote, and both
+// win.
+func TestAVoterGrantsOneVotePerTerm(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.now = h.e.electionDeadline.Add(-time.Millisecond)
+	out := h.recv("b", msgVote{ClusterID: "c", Term: 1, ViewSize: 3})
+	require.True(t, sentTo[msgVoteReply](out, "b")[0].Granted)
+	h.advance(promiseLength(h.e.cfg) + time.Millisecond) // the promise to b is over
+	out = h.recv("c", msgVote{ClusterID: "c", Term: 1, ViewSize: 3})
+	require.Len(t, sentTo[msgVoteReply](out, "c"), 1)
+	assert.False(t, sentTo[msgVoteReply](out, "c")[0].Granted, "term 1's vote went to b")
+	out = h.recv("c", msgVote{ClusterID: "c", Term: 2, ViewSize: 3})
+	assert.True(t, sentTo[msgVoteReply](out, "c")[0].Granted, "a new term, a new vote")
+}
