@@ -343,3 +343,40 @@ func TestAnAbsurdRoundFreshnessExtendsThePromiseNoFurtherThanThePromise(t *testi
 	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
 	assert.False(t, h.e.promisedUntil.After(ackedAt.Add(promiseLength(h.e.cfg))), "promised until %s, %s after the acknowledgement", h.e.promisedUntil, h.e.promisedUntil.Sub(ackedAt))
 }
+
+// Rule 5: a handover's vote request is exempt from the promise, not from
+// the quiet period: a fresh actor grants it nothing. Breaks: a restarted
+// voter gives the vote of a term a second time, to a handover.
+func TestAHandoverIsNotExemptFromTheQuietPeriod(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.freshStart()
+	out := h.recv("b", msgVote{ClusterID: "c", Term: 1, ViewSize: 3, Handover: true})
+	require.Len(t, sentTo[msgVoteReply](out, "b"), 1)
+	assert.False(t, sentTo[msgVoteReply](out, "b")[0].Granted)
+	assert.Equal(t, uint64(1), h.e.dropped["quiet_period"])
+}
+
+// Rule 2 through the hub: what the hub recorded counts toward the lease
+// only as what it is: an acknowledgement of a round that was sent, and a
+// ping answered for the member's current process. Breaks: the lease counts
+// an acknowledgement of a round nobody sent, or a ping answered for a
+// process of the member that promised this one nothing.
+func TestTheHubsRecordsCountOnlyForRoundsSentAndTheMembersProcess(t *testing.T) {
+	h := leaderOfThree(t)
+	h.e.hubAttached(nil, pid("hub"))
+	s := &slot{cluster: "c", actor: pid("a")}
+	shareTo(s, h.e)
+	b := h.e.members[node("b")]
+	u := h.e.leadShare(sharedView{acks: map[gen.Atom]uint64{node("b"): h.e.round + 1}, ackAt: map[gen.Atom]time.Time{node("b"): h.now}})
+	assert.Empty(t, u.acks, "a round past every round opened")
+	u = h.e.leadShare(sharedView{acks: map[gen.Atom]uint64{node("b"): h.e.round + 1}, ackAt: map[gen.Atom]time.Time{node("b"): h.now},
+		rounds: []roundStamp{{round: h.e.round + 1, at: h.now, fresh: freshness(h.e.cfg)}}})
+	assert.Len(t, u.acks, 1, "a round the hub opened")
+
+	other := gen.PID{Node: b.pid.Node, ID: b.pid.ID + 100, Creation: b.pid.Creation + 1}
+	h.advance(time.Millisecond)
+	u = h.e.leadShare(sharedView{pongs: []linkPong{{node: node("b"), pid: other, sent: h.now, fresh: freshness(h.e.cfg)}}})
+	assert.Empty(t, u.pongs, "answered for another process of b")
+	u = h.e.leadShare(sharedView{pongs: []linkPong{{node: node("b"), pid: b.pid, sent: h.now, fresh: freshness(h.e.cfg)}}})
+	assert.Len(t, u.pongs, 1, "answered for the process the leader knows")
+}
