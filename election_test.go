@@ -90,6 +90,7 @@ func TestBadInputIsDroppedAndCounted(t *testing.T) {
 		{"grant for a term never campaigned", "c", msgVoteReply{ClusterID: "c", Term: 0, Granted: true}, "unexpected_reply"},
 		{"pre-vote grant without a pre-vote", "c", msgPreVoteReply{ClusterID: "c", Term: 0, Granted: true}, "unexpected_reply"},
 		{"handover from a non-leader", "c", msgTimeoutNow{ClusterID: "c", Term: 0}, "unexpected_timeout_now"},
+		{"handover of a later term", "b", msgTimeoutNow{ClusterID: "c", Term: 5}, "unexpected_timeout_now"},
 		{"from this node", "a", msgHello{ClusterID: "c"}, "same_node"},
 	}
 	for _, tc := range cases {
