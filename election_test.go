@@ -629,34 +629,3 @@ func TestBeforeItsFirstLeaderAnElectionCampaignsInTheFailoverOrder(t *testing.T)
 		assert.False(t, e.electionDeadline.After(e.now.Add(300*time.Millisecond)), "%s: with a leader known, the plain election timeout", self)
 	}
 }
-
-// A leader that hears another claim its own term refuses it and keeps
-// leading: two leaders of one term mean a broken election, and the error
-// log says so. Breaks: the leader gives way to a heartbeat that cannot be
-// genuine, and an operator never hears of it.
-func TestALeaderRefusesAHeartbeatOfItsOwnTerm(t *testing.T) {
-	h := leaderOfThree(t)
-	term := h.e.term
-	out := h.recv("c", msgHeartbeat{ClusterID: "c", Term: term, Leader: pid("c"), Round: 2})
-	assert.Empty(t, sentTo[msgHeartbeatAck](out, "c"), "no acknowledgement")
-	assert.Equal(t, roleLeader, h.e.role)
-	assert.Equal(t, term, h.e.term)
-	assert.Equal(t, uint64(1), h.e.dropped["conflicting_leader"])
-}
-
-// Rule 3 below the floor: an unclustered node acknowledges a leader's
-// rounds (it is reachable, and the leader's view may be larger), and its
-// acknowledgement comes with a follower's promise. Breaks: the leader
-// counts an acknowledgement toward its lease from a node that then votes
-// for another candidate.
-func TestAnUnclusteredNodesAcknowledgementIsAPromise(t *testing.T) {
-	h := newStateHarness(t, Options{MinClusterSize: 5}, "b", "c")
-	require.Equal(t, roleUnclustered, h.e.role)
-	out := h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
-	acks := sentTo[msgHeartbeatAck](out, "b")
-	require.Len(t, acks, 1)
-	require.Equal(t, uint64(3), acks[0].Round, "acknowledged")
-	why, promised := h.e.grantRefusal(false, pid("c"))
-	assert.Equal(t, "promised", why, "and promised, as a follower's would be")
-	assert.Equal(t, pid("b"), promised)
-}

@@ -380,3 +380,20 @@ func TestTheHubsRecordsCountOnlyForRoundsSentAndTheMembersProcess(t *testing.T) 
 	u = h.e.leadShare(sharedView{pongs: []linkPong{{node: node("b"), pid: b.pid, sent: h.now, fresh: freshness(h.e.cfg)}}})
 	assert.Len(t, u.pongs, 1, "answered for the process the leader knows")
 }
+
+// Rule 3 below the floor: an unclustered node acknowledges a leader's
+// rounds (it is reachable, and the leader's view may be larger), and its
+// acknowledgement comes with a follower's promise. Breaks: the leader
+// counts an acknowledgement toward its lease from a node that then votes
+// for another candidate.
+func TestAnUnclusteredNodesAcknowledgementIsAPromise(t *testing.T) {
+	h := newStateHarness(t, Options{MinClusterSize: 5}, "b", "c")
+	require.Equal(t, roleUnclustered, h.e.role)
+	out := h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	acks := sentTo[msgHeartbeatAck](out, "b")
+	require.Len(t, acks, 1)
+	require.Equal(t, uint64(3), acks[0].Round, "acknowledged")
+	why, promised := h.e.grantRefusal(false, pid("c"))
+	assert.Equal(t, "promised", why, "and promised, as a follower's would be")
+	assert.Equal(t, pid("b"), promised)
+}

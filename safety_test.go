@@ -451,3 +451,17 @@ func TestAVoterGrantsOneVotePerTerm(t *testing.T) {
 	out = h.recv("c", msgVote{ClusterID: "c", Term: 2, ViewSize: 3})
 	assert.True(t, sentTo[msgVoteReply](out, "c")[0].Granted, "a new term, a new vote")
 }
+
+// A leader that hears another claim its own term refuses it and keeps
+// leading: two leaders of one term mean a broken election, and the error
+// log says so. Breaks: the leader gives way to a heartbeat that cannot be
+// genuine, and an operator never hears of it.
+func TestALeaderRefusesAHeartbeatOfItsOwnTerm(t *testing.T) {
+	h := leaderOfThree(t)
+	term := h.e.term
+	out := h.recv("c", msgHeartbeat{ClusterID: "c", Term: term, Leader: pid("c"), Round: 2})
+	assert.Empty(t, sentTo[msgHeartbeatAck](out, "c"), "no acknowledgement")
+	assert.Equal(t, roleLeader, h.e.role)
+	assert.Equal(t, term, h.e.term)
+	assert.Equal(t, uint64(1), h.e.dropped["conflicting_leader"])
+}
