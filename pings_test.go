@@ -276,12 +276,7 @@ func TestAFollowerThatLosesItsHubStopsCounting(t *testing.T) {
 // connection, until a handover or a real termination releases it. Breaks:
 // a survivor grants before the old leader's lease from pings runs out.
 func TestThePingsPromiseBindsTheFollower(t *testing.T) {
-	h := newStateHarness(t, Options{}, "b", "c")
-	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
-	h.e.pongPromise, h.e.pongPromiseTo = h.now.Add(40*time.Millisecond), pid("b")
-	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
-	h.advance(20 * time.Millisecond) // past the per-round promise after the loss
-	h.e.now = h.now
+	h := lostLeaderBoundByPings(t)
 	why, _ := h.e.grantRefusal(false, pid("c"))
 	assert.Equal(t, "promised", why, "the pings' promise still binds")
 	assert.False(t, h.e.mayDelegateAcks(), "nor does it let its hub acknowledge another leader")
@@ -503,11 +498,7 @@ func TestALeaderOnANewHubCountsOnlyAcknowledgementsThroughIt(t *testing.T) {
 // ended after the lost connection. Breaks: a new leader counts the
 // follower's acknowledgement while the old one still acts on the pings.
 func TestThePingsPromiseWithholdsAcknowledgementsFromAnotherLeader(t *testing.T) {
-	h := newStateHarness(t, Options{}, "b", "c")
-	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
-	h.e.pongPromise, h.e.pongPromiseTo = h.now.Add(40*time.Millisecond), pid("b")
-	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
-	h.advance(20 * time.Millisecond) // past the per-round promise after the loss
+	h := lostLeaderBoundByPings(t)
 	out := h.recv("c", msgHeartbeat{ClusterID: "c", Term: 2, Leader: pid("c"), Round: 1})
 	acks := sentTo[msgHeartbeatAck](out, "c")
 	require.Len(t, acks, 1)
@@ -546,4 +537,17 @@ func TestAFollowersStepTakesThePingsAnsweredIntoItsPromise(t *testing.T) {
 	h.now, h.e.now = end, end
 	why, _ = h.e.grantRefusal(false, pid("c"))
 	assert.Equal(t, "", why, "until they end")
+}
+
+// lostLeaderBoundByPings is a follower of b whose node answered b's pings
+// until 40 ms from now, 20 ms after it lost b's connection: past its
+// per-round promise, inside the pings'.
+func lostLeaderBoundByPings(t *testing.T) *stateHarness {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 3})
+	h.e.pongPromise, h.e.pongPromiseTo = h.now.Add(40*time.Millisecond), pid("b")
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	h.advance(20 * time.Millisecond)
+	h.e.now = h.now
+	return h
 }
