@@ -137,15 +137,17 @@ func crashProcs(p *plan, c *procCluster) *procsCrash {
 	k.victim = slices.Index(count, slices.Max(count))
 	k.led = count[k.victim]
 	tallied := c.tally(k.victim, time.Time{})
-	if os.Getenv(procProfileEnv) != "" && os.Getenv(procProfileCrashEnv) != "" {
-		for _, n := range c.nodes {
-			n.ask("profile "+os.Getenv(procProfileCrashEnv), 10*time.Second)
-		}
-	}
 	// the tally inspected every election of every node: a burst of work
 	// (most of a core for a few hundred milliseconds at 10,000) that must
 	// be over before the crash, or the crash is measured on its tail
 	p.sleep(time.Second)
+	if os.Getenv(procProfileEnv) != "" && os.Getenv(procProfileCrashEnv) != "" {
+		// from just before the kill, so that a window of a few tens of
+		// milliseconds is the crash's
+		for _, n := range c.nodes {
+			n.ask("profile "+os.Getenv(procProfileCrashEnv), 10*time.Second)
+		}
+	}
 	pre, _ := c.cost()
 	killed, exited := c.kill(k.victim)
 	k.exited = exited
