@@ -47,9 +47,18 @@ func coalesceOptions(coalesced bool) leader.Options {
 	return leader.Options{DisableCoalescing: coalesced == false, AssumeSymmetricConnectionLoss: symmetricLoss}
 }
 
-// symmetricLoss turns Options.AssumeSymmetricConnectionLoss on in every
-// election of the run (-symmetric), the child processes' included.
+// symmetricLoss turns Options.AssumeSymmetricConnectionLoss on in the
+// elections of sections handover, coalesce and procs (-symmetric), the
+// child processes' included.
 var symmetricLoss bool
+
+// optionsLabel names the options of the sections symmetricLoss applies to.
+func optionsLabel() string {
+	if symmetricLoss {
+		return "default options but `AssumeSymmetricConnectionLoss` (-symmetric)"
+	}
+	return "default options"
+}
 
 // manyRun is one cold-started set of elections on three nodes: how long
 // until all are led, optionally the idle cost, optionally a crash.

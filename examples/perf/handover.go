@@ -26,10 +26,10 @@ func runHandover(p *plan) (section, []summaryRow) {
 	var results []handoverResult
 	for _, mode := range []string{"StepDown", "node Stop"} {
 		p.progress("graceful handover via %s, %d runs", mode, p.handoverRuns)
-		results = append(results, measureHandover(p, mode, p.handoverRuns, leader.Options{}))
+		results = append(results, measureHandover(p, mode, p.handoverRuns, coalesceOptions(true)))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d nodes, default options. The gap is the time between the old leader's `HandleBecomeFollower` and the new leader's `HandleBecomeLeader`, both stamped inside the callbacks: how long the cluster has nobody doing the leader's work. \"All follow\" runs from the same start until every remaining node follows the new leader. Via `StepDown` the old leader stays up and follows; via node `Stop` (graceful: the actor terminates with `shutdown` and hands over on the way out) the node is restarted after each run.\n\n", handoverNodes)
+	fmt.Fprintf(&b, "%d nodes, %s. The gap is the time between the old leader's `HandleBecomeFollower` and the new leader's `HandleBecomeLeader`, both stamped inside the callbacks: how long the cluster has nobody doing the leader's work. \"All follow\" runs from the same start until every remaining node follows the new leader. Via `StepDown` the old leader stays up and follows; via node `Stop` (graceful: the actor terminates with `shutdown` and hands over on the way out) the node is restarted after each run.\n\n", handoverNodes, optionsLabel())
 	b.WriteString("| via | runs | gap p50 ms | gap p90 ms | gap p99 ms | gap max ms | all follow p50 ms | all follow p99 ms | one election | failed runs |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var rows []summaryRow

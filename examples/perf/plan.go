@@ -85,7 +85,7 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 	procs := fs.String("procs", "", "section procs: comma-separated election counts, every node its own OS process (default 1000,10000)")
 	fs.DurationVar(&p.procsIdle, "procs-idle", time.Minute, "section procs: the idle window")
 	coalescedOnly := fs.Bool("coalesced-only", false, "section coalesce: measure the coalesced mode only, not DisableCoalescing")
-	fs.BoolVar(&symmetricLoss, "symmetric", false, "every election with Options.AssumeSymmetricConnectionLoss: the opt-in fast path, to compare with the default")
+	fs.BoolVar(&symmetricLoss, "symmetric", false, "sections handover, coalesce and procs: every election with Options.AssumeSymmetricConnectionLoss, the opt-in fast path, to compare with the default")
 	fs.Usage = func() {
 		fmt.Fprintf(log, "usage: go run ./examples/perf [flags]\n\nMeasures the leader actor on real nodes on loopback and prints markdown tables.\n\n")
 		fs.PrintDefaults()
