@@ -404,14 +404,15 @@ func (e *election) receive(now time.Time, from gen.PID, message any) bool {
 		return true
 	}
 
+	watched := e.members[from.Node] != nil && e.members[from.Node].pid == from
 	m := e.heard(from, nameOf(message))
 	// a greeting first: whether this is a restart decides how many
 	// members' terms settle the floor that the term below feeds
 	switch msg := message.(type) {
 	case msgHello:
-		e.greetedBy(m, from, msg.Incarnation, msg.Knew != 0 && msg.Knew != e.incarnation)
+		e.greetedBy(m, from, watched, msg.Incarnation, msg.Knew != 0 && msg.Knew != e.incarnation)
 	case msgHelloReply:
-		e.greetedBy(m, from, msg.Incarnation, msg.Restarted)
+		e.greetedBy(m, from, watched, msg.Incarnation, msg.Restarted)
 	}
 	e.toldViewSize(m.node, viewSizeOf(message))
 	if _, request := message.(msgVote); request && h.term > 0 {

@@ -250,9 +250,11 @@ func (e *election) askFloor() {
 
 // greetedBy records m's Hello or Hello reply: its process's incarnation,
 // and its word on whether it knew an earlier process of this node
-// (restart), which makes this node's term floor the strict one.
-func (e *election) greetedBy(m *member, from gen.PID, incarnation uint64, restart bool) {
-	e.heardIncarnation(m, from, incarnation)
+// (restart), which makes this node's term floor the strict one. watched
+// says the PID was already m's before this message, and so is monitored
+// since an earlier process may have had it (heardIncarnation).
+func (e *election) greetedBy(m *member, from gen.PID, watched bool, incarnation uint64, restart bool) {
+	e.heardIncarnation(m, from, watched, incarnation)
 	m.greeted = true
 	if restart && e.restarted == false {
 		e.restarted = true

@@ -39,6 +39,9 @@ type member struct {
 	ackTerm          uint64    // term of its last heartbeat ack: up to date for a handover
 	ackRound         uint64    // newest round of this leader's term it acknowledged (lease.go)
 	predecessor      bool      // its current process replaced one this node knew (a restart)
+	// replaced: a Hello named a new incarnation for the PID this node
+	// monitors before that PID's old process's down came (replacedDown)
+	replaced bool
 	// greeted: its current process sent a Hello or a Hello reply, which
 	// says whether it knew an earlier process of this node (lease.go)
 	greeted       bool
@@ -263,6 +266,7 @@ func (e *election) heard(from gen.PID, name gen.Atom) *member {
 		m.name = name
 	}
 	if m.pid != from {
+		m.replaced = false // a new PID: a new monitor, whose down is its own
 		// The predecessor's monitor is not removed: a remote Demonitor is a
 		// request that can block for seconds, and the old process's down,
 		// when it comes, no longer matches the member and is dropped.
@@ -359,13 +363,16 @@ func (e *election) markDead(pid gen.PID) {
 // heardIncarnation records the incarnation m's process named. Another one
 // than this node knew, from the same PID, is a restart within the
 // framework's one-second creation resolution: a new process, news for the
-// behavior, and a restart for the HelloReply's Restarted.
-func (e *election) heardIncarnation(m *member, from gen.PID, incarnation uint64) {
+// behavior, and a restart for the HelloReply's Restarted. When the PID
+// was m's before this message (watched), its monitor was asked for the
+// earlier process, whose down may still come (replacedDown).
+func (e *election) heardIncarnation(m *member, from gen.PID, watched bool, incarnation uint64) {
 	if incarnation == 0 {
 		return
 	}
 	if m.incarnation != 0 && m.incarnation != incarnation && m.knownPID == from {
 		m.predecessor = true
+		m.replaced = watched
 		m.greeted = false
 		m.processSeen = e.now
 		e.out.joined = append(e.out.joined, from)
@@ -432,6 +439,13 @@ func (e *election) downReported(now, at time.Time, pid gen.PID, reason error, re
 	m, ok := e.members[pid.Node]
 	if ok == false {
 		return false
+	}
+	if m.replaced && m.knownPID == pid {
+		if errors.Is(reason, gen.ErrNoConnection) == false {
+			e.replacedDown(m, pid, at)
+			return true
+		}
+		m.replaced = false // the monitor of the old process ended with its connection
 	}
 	if m.pid != pid {
 		if m.pid == (gen.PID{}) && m.knownPID == pid && errors.Is(reason, gen.ErrNoConnection) == false {
@@ -532,6 +546,30 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed, p
 		if errors.Is(reason, gen.ErrNoConnection) {
 			e.signLost, e.signTerm = pid, e.term
 		}
+	}
+}
+
+// replacedDown handles the termination down of a process whose PID a new
+// process already has: a node restarted within the framework's one-second
+// creation resolution gives its new actor the old one's PID, and when the
+// new actor's Hello (another incarnation, heardIncarnation) comes before
+// the old actor's down, the down is about the process that Hello replaced.
+// Handled as the member's end, it removed the live member and marked its
+// PID dead with the new incarnation, so that every later message of the
+// new actor, its Hellos included, was dropped (dead_sender); two followers
+// have nothing else to say to each other, and the view stayed a member
+// short until something else made them talk (about one graceful node Stop
+// and restart in 200 of examples/perf's section 2). So the
+// member stays; the monitor that fired was the old process's, so the PID
+// is monitored again, now the new process's; and a leader's down is a
+// termination, its proof, as before: the follower fails over.
+func (e *election) replacedDown(m *member, pid gen.PID, at time.Time) {
+	m.replaced = false
+	e.drop("replaced_process_down")
+	m.watchAskedAt = e.now
+	e.out.monitor = append(e.out.monitor, pid)
+	if pid == e.leader {
+		e.leaderLost(pid, at, true)
 	}
 }
 

@@ -437,3 +437,60 @@ func TestTheFirstProbesAfterALossAreSpreadOut(t *testing.T) {
 	assert.LessOrEqual(t, hi, lazyDownPause(cfg)+cfg.electionTimeoutMax)
 	assert.Greater(t, len(seen), 20, "spread over the window, not at one instant")
 }
+
+// A node restarted within the framework's one-second creation resolution
+// may give its new actor the old one's PID, and the new actor's Hello may
+// come before the old actor's down (the down of a graceful node Stop goes
+// through the watcher, the restarted node's Hello straight to the actor).
+// That down is the replaced process's: the member stays, its PID is
+// monitored again (the monitor that fired was the old process's), and the
+// new actor is heard. Breaks: the down removed the live member and marked
+// its PID dead under the new incarnation, every later message of the new
+// actor was dropped, and the view stayed a member short.
+func TestTheDownOfAProcessWhosePIDWasReusedKeepsTheMember(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c", Incarnation: 11})
+	h.recv("c", msgHello{ClusterID: "c", Incarnation: 22})
+	h.recv("c", msgHello{ClusterID: "c", Incarnation: 33}) // the new actor, the same PID
+	require.True(t, h.e.down(h.now, pid("c"), gen.TerminateReasonShutdown), "the old actor's down")
+	out := h.e.takeEffects()
+	require.Contains(t, h.e.members, node("c"), "the live member stays")
+	assert.Equal(t, pid("c"), h.e.members[node("c")].pid)
+	assert.Contains(t, out.monitor, pid("c"), "the new process is monitored")
+	assert.Equal(t, uint64(1), h.e.dropped["replaced_process_down"])
+	h.recv("c", msgHello{ClusterID: "c", Incarnation: 33})
+	h.recv("c", msgHeartbeatAck{ClusterID: "c"})
+	assert.Zero(t, h.e.dropped["dead_sender"], "the new actor is heard")
+
+	require.True(t, h.e.down(h.now, pid("c"), gen.TerminateReasonShutdown), "the new actor's own down")
+	assert.NotContains(t, h.e.members, node("c"), "removes it")
+}
+
+// The same reuse, when the connection's end had made this node forget the
+// PID before the new actor's Hello came: its monitor is then asked for the
+// new actor, and that actor's down is its own.
+func TestTheDownOfAReusedPIDMonitoredAnewIsTheNewProcesss(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c", Incarnation: 11})
+	h.recv("c", msgHello{ClusterID: "c", Incarnation: 22})
+	require.True(t, h.e.down(h.now, pid("c"), gen.ErrNoConnection))
+	h.recv("c", msgHello{ClusterID: "c", Incarnation: 33})
+	require.True(t, h.e.down(h.now, pid("c"), gen.TerminateReasonShutdown))
+	assert.NotContains(t, h.e.members, node("c"))
+	assert.Zero(t, h.e.dropped["replaced_process_down"])
+}
+
+// A leader's PID reused the same way: the old leader's down is still the
+// proof that it ended, and its follower fails over.
+func TestTheDownOfALeaderWhosePIDWasReusedFailsOver(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("c", msgHello{ClusterID: "c", Incarnation: 22})
+	h.recv("b", msgHello{ClusterID: "c", Term: 1, Incarnation: 11})
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
+	require.Equal(t, pid("b"), h.e.leader)
+	h.recv("b", msgHello{ClusterID: "c", Term: 1, Incarnation: 44})
+	require.True(t, h.e.down(h.now, pid("b"), gen.TerminateReasonShutdown))
+	assert.Equal(t, gen.PID{}, h.e.leader, "the old leader ended")
+	assert.Contains(t, h.e.members, node("b"))
+	assert.True(t, h.e.failingOverFast(), "a termination: the follower fails over")
+}

@@ -299,14 +299,14 @@ func (h *harness) waitStable(g group, within time.Duration) (agreement, error) {
 			continue
 		}
 		if time.Now().After(deadline) {
-			return a, fmt.Errorf("%w after %s waiting for full views in %s", errTimeout, within, g.id)
+			return a, fmt.Errorf("%w after %s waiting for full views in %s; they report: %s", errTimeout, within, g.id, h.describe(g, h.names))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
 // describeKeys are what a timeout reports of each member.
-var describeKeys = []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size", "ergo:unreachable", "ergo:prevote_rounds", "ergo:send_failing_peers", "ergo:dropped_by_reason"}
+var describeKeys = []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size", "ergo:peers", "ergo:unreachable", "ergo:quiet_until", "ergo:prevote_rounds", "ergo:send_failing_peers", "ergo:dropped_by_reason"}
 
 // describe says what the members think, for an error message.
 func (h *harness) describe(g group, names []gen.Atom) string {
