@@ -554,15 +554,14 @@ func (e *election) lostContact(m *member, pid gen.PID, reason error, observed, p
 // creation resolution gives its new actor the old one's PID, and when the
 // new actor's Hello (another incarnation, heardIncarnation) comes before
 // the old actor's down, the down is about the process that Hello replaced.
-// Handled as the member's end, it removed the live member and marked its
-// PID dead with the new incarnation, so that every later message of the
-// new actor, its Hellos included, was dropped (dead_sender); two followers
-// have nothing else to say to each other, and the view stayed a member
-// short until something else made them talk (about one graceful node Stop
-// and restart in 200 of examples/perf's section 2). So the
-// member stays; the monitor that fired was the old process's, so the PID
-// is monitored again, now the new process's; and a leader's down is a
-// termination, its proof, as before: the follower fails over.
+// Handled as the member's end, it would remove the live member and mark
+// its PID dead under the new incarnation: every later message of the new
+// actor, its Hellos included, would be dropped (dead_sender), and two
+// followers, which have nothing else to say to each other, would keep a
+// view a member short. So the member stays; the monitor that fired was
+// the old process's, so the PID is monitored again, now the new one's;
+// and a leader's down is a termination, its proof, as for any member: the
+// follower fails over.
 func (e *election) replacedDown(m *member, pid gen.PID, at time.Time) {
 	m.replaced = false
 	e.drop("replaced_process_down")
