@@ -29,6 +29,15 @@ type procCluster struct {
 	state   [][]procState // [election][node]: the latest callback
 	leads   []int         // HandleBecomeLeader calls per node
 	changed chan struct{} // a callback arrived
+	// From a kill on (killedAt, unix ns; 0 before any), the first agreement
+	// each election reached after it: a failover is measured when it
+	// happens, not by what holds at the end of the wait. With three nodes
+	// and MinClusterSize 3 every election loses its leader again once the
+	// dead node leaves the survivors' views (GhostTTL), as the contract
+	// says, so the state at the end of a long wait says nothing about
+	// failovers that were done in time.
+	killedAt int64
+	firstLed []procAgreement
 
 	progress func(format string, args ...any) // nil: quiet
 }
@@ -138,6 +147,11 @@ func (c *procCluster) read(i int, node *procNode, out io.Reader) {
 		}
 		c.mu.Lock()
 		c.state[g][i] = procState{kind: f[2][0], leader: lead, term: term, at: at}
+		if c.killedAt != 0 && c.firstLed[g].leader < 0 {
+			if a, ok := c.agreedLocked(g); ok && a.at >= c.killedAt {
+				c.firstLed[g] = a
+			}
+		}
 		if f[2][0] == 'L' {
 			c.leads[i]++
 		}
@@ -257,6 +271,11 @@ func (c *procCluster) kill(i int) (time.Time, time.Duration) {
 	exited := time.Since(at)
 	c.mu.Lock()
 	n.dead = true
+	c.killedAt = at.UnixNano()
+	c.firstLed = make([]procAgreement, c.groups)
+	for g := range c.firstLed {
+		c.firstLed[g] = procAgreement{leader: -1}
+	}
 	c.mu.Unlock()
 	return at, exited
 }
@@ -359,6 +378,40 @@ func (c *procCluster) waitAllLed(since time.Time, within time.Duration) (time.Ti
 		}
 		time.Sleep(50 * time.Millisecond) // let a burst of callbacks land before the next pass
 	}
+}
+
+// waitReLed waits until each election of groups has agreed on a leader
+// since the last kill, or within passes, and returns how many have not.
+func (c *procCluster) waitReLed(groups []int, within time.Duration) int {
+	deadline := time.Now().Add(within)
+	for {
+		c.mu.Lock()
+		unled := 0
+		for _, g := range groups {
+			if c.firstLed == nil || c.firstLed[g].leader < 0 {
+				unled++
+			}
+		}
+		c.mu.Unlock()
+		if unled == 0 || time.Now().After(deadline) {
+			return unled
+		}
+		select {
+		case <-c.changed:
+		case <-time.After(100 * time.Millisecond):
+		}
+		time.Sleep(50 * time.Millisecond) // let a burst of callbacks land before the next pass
+	}
+}
+
+// reLed returns the first agreement of election g since the last kill.
+func (c *procCluster) reLed(g int) (procAgreement, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.firstLed == nil || c.firstLed[g].leader < 0 {
+		return procAgreement{leader: -1}, false
+	}
+	return c.firstLed[g], true
 }
 
 // leadCount is the HandleBecomeLeader calls so far, all nodes.
