@@ -114,7 +114,8 @@ type killResult struct {
 	took      []time.Duration // per election it led: the cut -> the survivors agree on a new leader
 	terms     []uint64        // per election it led, in the order of took: terms the failover took
 	ids       []string        // per election it led, in the order of took
-	lost      []string        // elections still without a leader at the deadline
+	lost      []string        // elections never led again before the deadline
+	lostAgain int             // elections led again, then without a leader again before the deadline
 	unsettled int             // elections without an agreed leader just before the kill
 	moved     int             // elections the victim did not lead whose leader changed
 	// garbage collections of this process from the kill until every
@@ -390,6 +391,13 @@ func (h *harness) crashMany(p *plan, victim gen.Atom, within time.Duration) kill
 	// is looked at again.
 	h.rec.takeChanged()
 	agreed := make(map[string]agreement, len(pending))
+	// The first agreement of each election, kept whatever follows: when
+	// the failovers take longer than GhostTTL, the survivors' views drop
+	// the dead node and every election of three nodes is below
+	// MinClusterSize 3, so an election led again in the seconds before is
+	// without a leader again before the others are agreed, and Inspect
+	// can no longer confirm it. It counts at that first agreement.
+	first := make(map[string]agreement, len(pending))
 	look := maps.Clone(pending)
 	for len(pending) > 0 && p.interrupted() == false {
 		for id := range look {
@@ -399,6 +407,9 @@ func (h *harness) crashMany(p *plan, victim gen.Atom, within time.Duration) kill
 			a, ok := h.rec.agreed(id, survivors)
 			if ok && a.leader.Node != victim && a.at.After(start) {
 				agreed[id] = a
+				if _, seen := first[id]; seen == false {
+					first[id] = a
+				}
 			} else {
 				delete(agreed, id)
 			}
@@ -429,6 +440,13 @@ func (h *harness) crashMany(p *plan, victim gen.Atom, within time.Duration) kill
 		}
 	}
 	for id, g := range pending {
+		if a, ok := first[id]; ok {
+			k.took = append(k.took, a.at.Sub(start))
+			k.terms = append(k.terms, a.term-before[id].term)
+			k.ids = append(k.ids, id)
+			k.lostAgain++
+			continue
+		}
 		k.lost = append(k.lost, id+": "+h.describe(g, survivors))
 	}
 	slices.Sort(k.lost)
@@ -537,6 +555,7 @@ type killStats struct {
 	took        dist
 	led         []string // per crash, the elections the crashed node led
 	lost        int
+	lostAgain   int // led again, then without a leader again (killResult.lostAgain)
 	moved       int
 	kills       int
 	split       int      // elections led again only after more than one term
@@ -566,6 +585,7 @@ func killsOf(runs []manyRun) killStats {
 		all = append(all, r.kill.took...)
 		s.led = append(s.led, strconv.Itoa(r.kill.led))
 		s.lost += len(r.kill.lost)
+		s.lostAgain += r.kill.lostAgain
 		s.moved += r.kill.moved
 		s.p99s = append(s.p99s, ms(newDist(r.kill.took).pct(99)))
 		s.collections += r.kill.collections
@@ -640,7 +660,7 @@ func coalesceReport(p *plan, many map[bool][]manyRun, huge manyRun, single map[b
 	cd, cled, clost, cmoved, ckills := cs.took, cs.led, cs.lost, cs.moved, cs.kills
 	ud, uled, ulost, umoved, ukills := us.took, us.led, us.lost, us.moved, us.kills
 	fmt.Fprintf(&b, "### A node crash under %d clusters\n\n", p.manyClusters)
-	fmt.Fprintf(&b, "Each run cold-starts the %d elections afresh, waits until all are led and %s more, then crashes one node. That node runs in an OS process of its own (the other two and the proxies run in this one), started with the same routes through the proxies: its process is frozen (SIGSTOP) and every link of it is cut at the proxies (the survivors see every connection to it close), so that it says nothing on the way out and takes no CPU from the survivors while they fail over; it is killed with SIGKILL once they are done. (Until this section was measured that way, the crashed node ran in this process and was stopped with `StopForce`, which terminated its 4,000 processes on the same two cores, during the failover. Until 4 December 2026 it was killed with SIGKILL at the cut: the kernel's teardown of its heap then took 5 to 7 ms of one of the two cores in the measured milliseconds, the crashed host's work on separate hosts.) Which elections it leads is settled by the cold start: a cold start that leaves it less than %d0%% of them is done again (up to %d times), since a smaller wave fails over faster (until 4 December 2026 it crashed whatever it led, 109 to 331 elections in that day's runs). The time of each election it led runs from the cut until both survivors' callbacks name one new leader at one term, confirmed through `Inspect`; the percentiles are over all those elections of all runs. The other elections must keep their leader.\n\n", p.manyClusters, p.coalesceSettle, crashLeadShare, crashColdStarts)
+	fmt.Fprintf(&b, "Each run cold-starts the %d elections afresh, waits until all are led and %s more, then crashes one node. That node runs in an OS process of its own (the other two and the proxies run in this one), started with the same routes through the proxies: its process is frozen (SIGSTOP) and every link of it is cut at the proxies (the survivors see every connection to it close), so that it says nothing on the way out and takes no CPU from the survivors while they fail over; it is killed with SIGKILL once they are done. (Until this section was measured that way, the crashed node ran in this process and was stopped with `StopForce`, which terminated its 4,000 processes on the same two cores, during the failover. Until 4 December 2026 it was killed with SIGKILL at the cut: the kernel's teardown of its heap then took 5 to 7 ms of one of the two cores in the measured milliseconds, the crashed host's work on separate hosts.) Which elections it leads is settled by the cold start: a cold start that leaves it less than %d0%% of them is done again (up to %d times), since a smaller wave fails over faster (until 4 December 2026 it crashed whatever it led, 109 to 331 elections in that day's runs). The time of each election it led runs from the cut until both survivors' callbacks name one new leader at one term, confirmed through `Inspect` (an election without a leader again before the others were agreed counts at that first agreement); the percentiles are over all those elections of all runs. The other elections must keep their leader.\n\n", p.manyClusters, p.coalesceSettle, crashLeadShare, crashColdStarts)
 	b.WriteString("| figure | coalesced | DisableCoalescing=true | coalesced / uncoalesced |\n|---|---:|---:|---:|\n")
 	fmt.Fprintf(&b, "| crashes (elections the crashed node led) | %d (%s) | %d (%s) | |\n", ckills, strings.Join(cled, ", "), ukills, strings.Join(uled, ", "))
 	fmt.Fprintf(&b, "| cold starts for those crashes (one more each time the node to crash led less than %d0%%) | %d | %d | |\n", crashLeadShare, cs.coldStarts, us.coldStarts)
@@ -650,12 +670,13 @@ func coalesceReport(p *plan, many map[bool][]manyRun, huge manyRun, single map[b
 	}{{"p50", 50}, {"p90", 90}, {"p99", 99}} {
 		fmt.Fprintf(&b, "| led again, %s ms | %s | %s | %s |\n", q.name, ms(cd.pct(q.pct)), ms(ud.pct(q.pct)), durRatio(cd.pct(q.pct), ud.pct(q.pct)))
 	}
-	fmt.Fprintf(&b, "| led again, max ms (every election led again) | %s | %s | %s |\n", ms(cd.max()), ms(ud.max()), durRatio(cd.max(), ud.max()))
+	fmt.Fprintf(&b, "| led again, max ms | %s | %s | %s |\n", ms(cd.max()), ms(ud.max()), durRatio(cd.max(), ud.max()))
 	fmt.Fprintf(&b, "| p99 of each crash, ms | %s | %s | |\n", strings.Join(cs.p99s, ", "), strings.Join(us.p99s, ", "))
 	fmt.Fprintf(&b, "| garbage collections during the failovers (a collection is forced before each crash) | %d | %d | |\n", cs.collections, us.collections)
 	fmt.Fprintf(&b, "| led again only after a split vote (more than one term) | %d of %d | %d of %d | |\n", cs.split, cd.n(), us.split, ud.n())
 	fmt.Fprintf(&b, "| led again at the next term, but after more than %s ms (the fast path missed: an election timeout) | %d of %d | %d of %d | |\n", ms(slowFailover()), cs.slowOneTerm, cd.n(), us.slowOneTerm, ud.n())
-	fmt.Fprintf(&b, "| elections without a leader %s after the crash | %d | %d | |\n", p.failoverWithin, clost, ulost)
+	fmt.Fprintf(&b, "| elections never led again within %s of the crash | %d | %d | |\n", p.failoverWithin, clost, ulost)
+	fmt.Fprintf(&b, "| of those led again, without a leader again before the others were (GhostTTL dropped the dead node from the views: two members, below MinClusterSize 3); counted at their first agreement, which Inspect could no longer confirm | %d | %d | |\n", cs.lostAgain, us.lostAgain)
 	fmt.Fprintf(&b, "| elections the crashed node did not lead whose leader changed | %d | %d | |\n", cmoved, umoved)
 	b.WriteString("\n")
 	for _, coalesced := range coalesceModes {
