@@ -711,39 +711,9 @@ func coalesceReport(p *plan, many map[bool][]manyRun, huge manyRun, single map[b
 	}
 	rows = append(rows, crow)
 
-	// 2. ten thousand
-	fmt.Fprintf(&b, "\n### %d clusters on %d nodes, coalesced\n\n", p.hugeClusters, coalesceNodes)
-	uncoalescedNote := ""
-	if uok {
-		uncoalescedNote = fmt.Sprintf(" With DisableCoalescing it is not run: at %d clusters the per-election heartbeats already take %s of one core in this run, of the %d%% the machine has, and the cost grows with the number of elections, so %d would need about %.0f%% (%.0f messages per second) and could not stay led at the default timings.", p.manyClusters, cpuPct(u.idle), 100*runtime.NumCPU(), p.hugeClusters, 100*u.idle.cpuShare()*float64(p.hugeClusters)/float64(p.manyClusters), u.idle.perSecond(u.idle.msgs)*float64(p.hugeClusters)/float64(p.manyClusters))
-	}
-	fmt.Fprintf(&b, "Measured as the idle run above.%s\n\n", uncoalescedNote)
-	b.WriteString("| figure | coalesced |\n|---|---:|\n")
-	if huge.err != nil {
-		fmt.Fprintf(&b, "| spawning every member | %.2f s |\n", huge.spawning.Seconds())
-		fmt.Fprintf(&b, "| all led | no: %v |\n", huge.err)
-		if huge.unled != "" {
-			fmt.Fprintf(&b, "\nWhat the members of the first elections without a leader reported at the end: %s.\n", huge.unled)
-		}
-		rows = append(rows, summaryRow{key: fmt.Sprintf("6b. %d clusters on 3 nodes, coalesced", p.hugeClusters), target: "-", result: fmt.Sprintf("not all led: %v", huge.err), verdict: "reported"})
-	} else {
-		fmt.Fprintf(&b, "| spawning every member | %.2f s |\n", huge.spawning.Seconds())
-		fmt.Fprintf(&b, "| all led after the start of spawning | %.2f s |\n", huge.allLed.Seconds())
-		fmt.Fprintf(&b, "| idle CPU, %% of one core | %s |\n", cpuPct(huge.idle))
-		fmt.Fprintf(&b, "| messages per node pair and direction per heartbeat interval | %.2f |\n", huge.msgsPerPairInterval())
-		fmt.Fprintf(&b, "| wire bytes per second, all pairs | %s |\n", bytesText(huge.idle.perSecond(huge.idle.wire)))
-		fmt.Fprintf(&b, "| live heap per member | %s |\n", bytesText(huge.perMember))
-		fmt.Fprintf(&b, "| live heap, all members | %s |\n", bytesText(huge.perMember*float64(huge.clusters*huge.nodes)))
-		fmt.Fprintf(&b, "| leader changes in the window | %d |\n", huge.changes)
-		fmt.Fprintf(&b, "| garbage collections in the window (the process's, all nodes) | %d |\n", huge.collections)
-		fmt.Fprintf(&b, "| elections whose rounds the hubs open / followers the hubs answer for | %s |\n", hubText(huge))
-		v := "reported"
-		if huge.changes > 0 {
-			v = "**missed**: leaders changed while idle"
-		}
-		rows = append(rows, summaryRow{key: fmt.Sprintf("6b. %d clusters on 3 nodes, coalesced", p.hugeClusters), target: "-",
-			result:  fmt.Sprintf("all led in %.2f s; idle %s of one core, %s heap per member; DisableCoalescing not run (see 6b)", huge.allLed.Seconds(), cpuPct(huge.idle), bytesText(huge.perMember)),
-			verdict: v})
+	// 2. ten thousand, unless -huge 0 left it out
+	if p.hugeClusters > 0 {
+		rows = append(rows, hugeReport(&b, p, huge, u, uok)...)
 	}
 
 	// 4. one cluster
@@ -803,7 +773,11 @@ func coalesceReport(p *plan, many map[bool][]manyRun, huge manyRun, single map[b
 			warnings += r.warnings
 		}
 	}
-	fmt.Fprintf(&b, "\nWarnings logged by the nodes of the many-cluster runs (a crash makes the survivors log the lost peer): %d; in the %d-cluster run: %d.\n", warnings, p.hugeClusters, huge.warnings)
+	fmt.Fprintf(&b, "\nWarnings logged by the nodes of the many-cluster runs (a crash makes the survivors log the lost peer): %d", warnings)
+	if p.hugeClusters > 0 {
+		fmt.Fprintf(&b, "; in the %d-cluster run: %d", p.hugeClusters, huge.warnings)
+	}
+	b.WriteString(".\n")
 	return b.String(), rows
 }
 
@@ -835,4 +809,45 @@ func numGC() uint32 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.NumGC
+}
+
+// hugeReport writes the coalesced-only run of p.hugeClusters elections
+// and returns its summary rows; u is the uncoalesced idle run of the
+// smaller size, if uok.
+func hugeReport(b *strings.Builder, p *plan, huge manyRun, u manyRun, uok bool) (rows []summaryRow) {
+	fmt.Fprintf(b, "\n### %d clusters on %d nodes, coalesced\n\n", p.hugeClusters, coalesceNodes)
+	uncoalescedNote := ""
+	if uok {
+		uncoalescedNote = fmt.Sprintf(" With DisableCoalescing it is not run: at %d clusters the per-election heartbeats already take %s of one core in this run, of the %d%% the machine has, and the cost grows with the number of elections, so %d would need about %.0f%% (%.0f messages per second) and could not stay led at the default timings.", p.manyClusters, cpuPct(u.idle), 100*runtime.NumCPU(), p.hugeClusters, 100*u.idle.cpuShare()*float64(p.hugeClusters)/float64(p.manyClusters), u.idle.perSecond(u.idle.msgs)*float64(p.hugeClusters)/float64(p.manyClusters))
+	}
+	fmt.Fprintf(b, "Measured as the idle run above.%s\n\n", uncoalescedNote)
+	b.WriteString("| figure | coalesced |\n|---|---:|\n")
+	if huge.err != nil {
+		fmt.Fprintf(b, "| spawning every member | %.2f s |\n", huge.spawning.Seconds())
+		fmt.Fprintf(b, "| all led | no: %v |\n", huge.err)
+		if huge.unled != "" {
+			fmt.Fprintf(b, "\nWhat the members of the first elections without a leader reported at the end: %s.\n", huge.unled)
+		}
+		rows = append(rows, summaryRow{key: fmt.Sprintf("6b. %d clusters on 3 nodes, coalesced", p.hugeClusters), target: "-", result: fmt.Sprintf("not all led: %v", huge.err), verdict: "reported"})
+	} else {
+		fmt.Fprintf(b, "| spawning every member | %.2f s |\n", huge.spawning.Seconds())
+		fmt.Fprintf(b, "| all led after the start of spawning | %.2f s |\n", huge.allLed.Seconds())
+		fmt.Fprintf(b, "| idle CPU, %% of one core | %s |\n", cpuPct(huge.idle))
+		fmt.Fprintf(b, "| messages per node pair and direction per heartbeat interval | %.2f |\n", huge.msgsPerPairInterval())
+		fmt.Fprintf(b, "| wire bytes per second, all pairs | %s |\n", bytesText(huge.idle.perSecond(huge.idle.wire)))
+		fmt.Fprintf(b, "| live heap per member | %s |\n", bytesText(huge.perMember))
+		fmt.Fprintf(b, "| live heap, all members | %s |\n", bytesText(huge.perMember*float64(huge.clusters*huge.nodes)))
+		fmt.Fprintf(b, "| leader changes in the window | %d |\n", huge.changes)
+		fmt.Fprintf(b, "| garbage collections in the window (the process's, all nodes) | %d |\n", huge.collections)
+		fmt.Fprintf(b, "| elections whose rounds the hubs open / followers the hubs answer for | %s |\n", hubText(huge))
+		v := "reported"
+		if huge.changes > 0 {
+			v = "**missed**: leaders changed while idle"
+		}
+		rows = append(rows, summaryRow{key: fmt.Sprintf("6b. %d clusters on 3 nodes, coalesced", p.hugeClusters), target: "-",
+			result:  fmt.Sprintf("all led in %.2f s; idle %s of one core, %s heap per member; DisableCoalescing not run (see 6b)", huge.allLed.Seconds(), cpuPct(huge.idle), bytesText(huge.perMember)),
+			verdict: v})
+	}
+
+	return rows
 }
