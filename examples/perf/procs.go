@@ -381,8 +381,8 @@ func (c *procCluster) waitAllLed(since time.Time, within time.Duration) (time.Ti
 }
 
 // waitReLed waits until each election of groups has agreed on a leader
-// since the last kill, or within passes, and returns how many have not.
-func (c *procCluster) waitReLed(groups []int, within time.Duration) int {
+// since the last kill, or within passes.
+func (c *procCluster) waitReLed(groups []int, within time.Duration) {
 	deadline := time.Now().Add(within)
 	for {
 		c.mu.Lock()
@@ -394,7 +394,7 @@ func (c *procCluster) waitReLed(groups []int, within time.Duration) int {
 		}
 		c.mu.Unlock()
 		if unled == 0 || time.Now().After(deadline) {
-			return unled
+			return
 		}
 		select {
 		case <-c.changed:
