@@ -64,6 +64,7 @@ func TestQuickRun(t *testing.T) {
 		"| load | leader changes | term increments (sum over nodes) |",
 		"| figure | coalesced | DisableCoalescing=true | coalesced / uncoalesced |",
 		"| node | idle CPU, % of one core | resident set | live heap |", // section 6c, node processes
+		"led again by the survivors",                                    // its crash: the dead node's elections were led again
 		"## 1b. Fast failover on and off",                               // a placeholder until the leader test fills it
 		"## 8. Simulator throughput",
 	} {
