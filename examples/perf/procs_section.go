@@ -91,6 +91,15 @@ func measureProcs(p *plan, clusters int) (r procsRun) {
 	}
 	r.allLed = last.Sub(start)
 	p.progress("procs: %d elections: all led %.2f s after the start; settling %s, then an idle window of %s", clusters, r.allLed.Seconds(), p.idleSettle, p.procsIdle)
+	// The failover counters before the crash, taken now because the
+	// tally inspects every election of every node: at 10,000 a burst that
+	// saturated the node for a few hundred milliseconds, after which
+	// thousands of followers timed out on leaders whose vouching pings
+	// came late and waited for turns to campaign for seconds (a counter
+	// of their election timers, in a scratch build). Taken just before
+	// the kill, as it was, the crash was measured on that tail; here the
+	// settle outlasts it.
+	tallied := c.tally(-1, time.Time{})
 	p.sleep(p.idleSettle)
 	if os.Getenv(procProfileEnv) != "" && os.Getenv(procProfileCrashEnv) == "" {
 		for _, n := range c.nodes {
@@ -113,7 +122,7 @@ func measureProcs(p *plan, clusters int) (r procsRun) {
 	if p.interrupted() {
 		return r
 	}
-	r.crash = crashProcs(p, c)
+	r.crash = crashProcs(p, c, tallied)
 	d := newDist(r.crash.took)
 	p.progress("procs: %d elections: leaders per node %v; killed a node leading %d; led again %d, p50 %s ms, p99 %s ms, max %s ms; %d failovers of more than one term, %d others disturbed, %d without a leader at the end",
 		clusters, r.crash.perNode, r.crash.led, len(r.crash.took), ms(d.pct(50)), ms(d.pct(99)), ms(d.max()), r.crash.splits, r.crash.disturbed, r.crash.lost)
@@ -122,8 +131,9 @@ func measureProcs(p *plan, clusters int) (r procsRun) {
 }
 
 // crashProcs kills the node process that leads the most elections and
-// waits until the survivors lead every election again.
-func crashProcs(p *plan, c *procCluster) *procsCrash {
+// waits until the survivors lead every election again. tallied is every
+// node's failover counters from before the settle (measureProcs).
+func crashProcs(p *plan, c *procCluster, tallied [][]uint64) *procsCrash {
 	before := c.agreements()
 	count := make([]int, len(c.nodes))
 	k := &procsCrash{}
@@ -137,11 +147,6 @@ func crashProcs(p *plan, c *procCluster) *procsCrash {
 	k.perNode = count
 	k.victim = slices.Index(count, slices.Max(count))
 	k.led = count[k.victim]
-	tallied := c.tally(k.victim, time.Time{})
-	// the tally inspected every election of every node: a burst of work
-	// (most of a core for a few hundred milliseconds at 10,000) that must
-	// be over before the crash, or the crash is measured on its tail
-	p.sleep(time.Second)
 	if os.Getenv(procProfileEnv) != "" && os.Getenv(procProfileCrashEnv) != "" {
 		// from just before the kill, so that a window of a few tens of
 		// milliseconds is the crash's
@@ -165,7 +170,7 @@ func crashProcs(p *plan, c *procCluster) *procsCrash {
 	}
 	// A moment more, so that a disturbance the crash caused late is seen.
 	p.sleep(2 * time.Second)
-	p.progress("procs: the survivors' failover counters over the crash: %s", c.tallyDelta(tallied, c.tally(k.victim, killed)))
+	p.progress("procs: the survivors' failover counters over the settle, the idle window and the crash: %s", c.tallyDelta(tallied, c.tally(k.victim, killed)))
 	after := c.agreements()
 	for g, a := range after {
 		was := before[g]
