@@ -93,12 +93,13 @@ func measureProcs(p *plan, clusters int) (r procsRun) {
 	p.progress("procs: %d elections: all led %.2f s after the start; settling %s, then an idle window of %s", clusters, r.allLed.Seconds(), p.idleSettle, p.procsIdle)
 	// The failover counters before the crash, taken now because the
 	// tally inspects every election of every node: at 10,000 a burst that
-	// saturated the node for a few hundred milliseconds, after which
-	// thousands of followers timed out on leaders whose vouching pings
-	// came late and waited for turns to campaign for seconds (a counter
-	// of their election timers, in a scratch build). Taken just before
-	// the kill, as it was, the crash was measured on that tail; here the
-	// settle outlasts it.
+	// saturates the node for a few hundred milliseconds, after which
+	// thousands of followers time out on leaders whose vouching pings
+	// came late and wait for turns to campaign for seconds. Just before
+	// the kill, the crash would be measured on that tail, and on nodes
+	// whose elections had all just run a step, which at 3,000 hides a
+	// cascade a crash after a long idle has (docs/performance.md,
+	// Analysis). The settle outlasts the burst.
 	tallied := c.tally(-1, time.Time{})
 	p.sleep(p.idleSettle)
 	if os.Getenv(procProfileEnv) != "" && os.Getenv(procProfileCrashEnv) == "" {
