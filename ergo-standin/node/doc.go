@@ -181,10 +181,14 @@
 //     are not implemented. The library uses none of them.
 //   - Each link of a connection has one reader, which counts what it reads
 //     (RemoteNodeInfo.MessagesIn, as the framework's socket reader does)
-//     and queues it, and one handler goroutine, so frames of one link are
-//     handled in the order read; the framework spreads them over four
-//     recvQueues by the sender's order key, which keeps the order per
-//     sender as well. Frames are written as the framework's flusher writes
+//     and queues it in one of the connection's receive queues, four per
+//     link of the pool, each handled by a goroutine of its own while it
+//     holds frames, as the framework's recvQueues are: a frame goes to
+//     the queue its order byte names (the recipient's process ID for a
+//     PID or an alias, the sender's for a name or an event, none for the
+//     notifications of a termination), so a frame waits only for the
+//     frames of its queue, and one sender's frames to one process keep
+//     their order. Frames are written as the framework's flusher writes
 //     them: into a 64 KiB buffer per link, flushed 500 ns after the first
 //     frame that found it empty, so a burst costs one system call. Unlike
 //     the framework, a connection that closes first writes what its

@@ -64,6 +64,8 @@ type conn struct {
 	ended      bool // the last link goroutine ended
 	terminated atomic.Bool
 	rr         atomic.Uint32 // round-robin counter
+	recv       []*frameQueue // the framework's recvQueues: shared by the links
+	recvN      atomic.Uint32 // frames read, which spreads the unordered ones
 	closeOnce  sync.Once
 	reason     atomic.Value  // why this side closed it (string)
 	term       chan struct{} // closed by closeBy
@@ -132,8 +134,14 @@ func newConn(s *Stack, id string, peer intro, dialer bool, limit int, poolSize i
 	if limit <= 0 {
 		limit = DefaultMaxMessageSize
 	}
+	// as in the framework (enp.go): four receive queues per link of the
+	// pool, because decoding costs more than encoding
+	recv := make([]*frameQueue, 4*max(poolSize, 1))
+	for i := range recv {
+		recv[i] = &frameQueue{}
+	}
 	return &conn{s: s, id: id, peer: peer.name, info: peer, dialer: dialer, limit: limit,
-		since: time.Now(), errs: s.reg.Errors(), poolSize: poolSize, poolDSN: poolDSN,
+		since: time.Now(), errs: s.reg.Errors(), poolSize: poolSize, poolDSN: poolDSN, recv: recv,
 		term: make(chan struct{}), ready: make(chan struct{}), gone: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -296,18 +304,22 @@ func (c *conn) serveLink(l *link, nc net.Conn, tail []byte) {
 	}
 }
 
-// readLink hands every frame of one socket to the Handler, in order, once
-// the connection was reported. A frame that does not decode is logged and
+// readLink hands every frame of one socket to the Handler once the
+// connection was reported. A frame that does not decode is logged and
 // dropped (the framework's handleRecvQueue); broken framing ends the link.
 //
 // Like the framework, the socket reader only counts and queues what it
-// reads: another goroutine decodes and handles it (the framework's
-// recvQueues). Handling a frame can mean writing one (the answer to a
-// monitor or link request), and a reader that wrote would stop reading
-// while the writes queue up behind the node's own traffic: under load the
-// connection would bring nothing for hundreds of milliseconds although the
-// peer keeps sending. The link ends only after every queued frame was
-// handled, so frames still come before the connection's end.
+// reads: other goroutines decode and handle it, one per busy queue of the
+// connection's recvQueues, chosen by the frame's order byte (orderOf).
+// Handling a frame can mean writing one (the answer to a monitor or link
+// request), and a reader that wrote would stop reading while the writes
+// queue up behind the node's own traffic: under load the connection would
+// bring nothing for hundreds of milliseconds although the peer keeps
+// sending. And one handler per link would make a frame wait for the
+// decoding of every frame read before it on that link, for any process:
+// with the framework's queues it waits only for the frames of its queue.
+// The link ends only after every frame it queued was handled, so frames
+// still come before the connection's end.
 func (c *conn) readLink(nc net.Conn, tail []byte) (err error) {
 	defer catch(&err)
 	var r io.Reader = nc
@@ -320,16 +332,7 @@ func (c *conn) readLink(nc net.Conn, tail []byte) (err error) {
 	case <-c.term:
 		return nil
 	}
-	q := newFrameQueue()
-	handled := make(chan struct{})
-	go func() {
-		defer close(handled)
-		q.drain(c.handleFrame)
-	}()
-	defer func() {
-		q.close()
-		<-handled
-	}()
+	defer c.awaitHandled()
 	for {
 		payload, err := readFrame(br, c.limit)
 		if err != nil {
@@ -340,7 +343,30 @@ func (c *conn) readLink(nc net.Conn, tail []byte) (err error) {
 		}
 		c.msgIn.Add(1)
 		c.bytesIn.Add(uint64(len(payload) + frameHeader))
-		q.push(payload)
+		c.recvQueue(payload).push(queuedFrame{payload: payload}, c.handleFrame)
+	}
+}
+
+// recvQueue is the queue the framework's serve puts a frame in: the one
+// its order byte names, or, for a frame sent without an order, the next
+// one by the count of frames read.
+func (c *conn) recvQueue(payload []byte) *frameQueue {
+	n := c.recvN.Add(1)
+	if order := orderOf(c.s.reg, c.errs, payload); order > 0 {
+		return c.recv[int(order)%len(c.recv)]
+	}
+	return c.recv[int(n)%len(c.recv)]
+}
+
+// awaitHandled returns once every frame queued before it was handled.
+func (c *conn) awaitHandled() {
+	waits := make([]chan struct{}, len(c.recv))
+	for i, q := range c.recv {
+		waits[i] = make(chan struct{})
+		q.push(queuedFrame{handled: waits[i]}, c.handleFrame)
+	}
+	for _, w := range waits {
+		<-w
 	}
 }
 
@@ -366,56 +392,53 @@ func (c *conn) handleFrame(payload []byte) {
 	}
 }
 
-// frameQueue is the unbounded queue between a link's reader and its
-// handler (the framework's recvQueues are unbounded too).
+// frameQueue is one of a connection's receive queues: unbounded, as the
+// framework's are, and handled by a goroutine that runs while it holds
+// frames (the framework's handleRecvQueue), so frames of one queue are
+// handled in the order they were read.
 type frameQueue struct {
-	mu     sync.Mutex
-	items  [][]byte
-	closed bool
-	wake   chan struct{}
+	mu      sync.Mutex
+	items   []queuedFrame
+	running bool
 }
 
-func newFrameQueue() *frameQueue { return &frameQueue{wake: make(chan struct{}, 1)} }
+// queuedFrame is a frame to handle, or, with handled set, a mark that
+// closes it when every frame queued before it was handled.
+type queuedFrame struct {
+	payload []byte
+	handled chan struct{}
+}
 
-func (q *frameQueue) push(payload []byte) {
+func (q *frameQueue) push(f queuedFrame, handle func([]byte)) {
 	q.mu.Lock()
-	q.items = append(q.items, payload)
+	q.items = append(q.items, f)
+	start := q.running == false
+	q.running = true
 	q.mu.Unlock()
-	q.signal()
-}
-
-func (q *frameQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	q.signal()
-}
-
-func (q *frameQueue) signal() {
-	select {
-	case q.wake <- struct{}{}:
-	default:
+	if start {
+		go q.drain(handle)
 	}
 }
 
-// drain hands every queued payload to handle, in order, until the queue is
-// closed and empty.
+// drain handles the queued frames until none is left.
 func (q *frameQueue) drain(handle func([]byte)) {
-	var batch [][]byte
+	var batch []queuedFrame
 	for {
 		q.mu.Lock()
 		batch, q.items = q.items, batch[:0]
-		closed := q.closed
-		q.mu.Unlock()
-		for i, payload := range batch {
-			handle(payload)
-			batch[i] = nil
-		}
 		if len(batch) == 0 {
-			if closed {
-				return
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		for i, f := range batch {
+			if f.handled != nil {
+				close(f.handled)
+			} else {
+				handle(f.payload)
 			}
-			<-q.wake
+			batch[i] = queuedFrame{}
 		}
 	}
 }

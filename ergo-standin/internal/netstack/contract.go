@@ -73,11 +73,13 @@ type Frame struct {
 }
 
 // Handler receives what arrives from peers. Implemented by the node runtime.
-// Calls come from the reader goroutines of a connection's links, one per
-// link, concurrently: frames of one link are handed over in the order they
-// were sent, and the frames of one sender (From) use one link while the
-// pool does not change, except
-// FrameDown, FrameExit and FrameReply, which take the links round-robin (the
+// Calls come from the goroutines of a connection's receive queues,
+// concurrently, as in the framework: a frame goes to the queue its order
+// byte names (orderOf: mostly the recipient), and the frames of one queue
+// are handed over in the order they were read. The frames of one sender
+// (From) use one link while the pool does not change, so those of one
+// sender to one recipient keep their order, except FrameDown, FrameExit
+// and FrameReply, which take the links and the queues round-robin (the
 // framework sends them without an order). Implementations must not block
 // for long (push to mailboxes and return).
 type Handler interface {

@@ -89,3 +89,42 @@ func decodeFrame(reg *edf.Registry, errs edf.Errors, payload []byte) (Frame, err
 	}
 	return f, nil
 }
+
+// orderOf is the order byte the framework's sender puts in a frame's
+// header for the receiving side (net/proto connection.go): the
+// recipient's process ID for a PID or an alias, the sender's for a name,
+// an event or a subscription, none (0) for the notifications of a
+// termination and the replies to monitor and link requests. A frame whose
+// head does not decode has none; its handler reports it.
+func orderOf(reg *edf.Registry, errs edf.Errors, payload []byte) uint8 {
+	d := reg.NewDecoderFor(payload, errs)
+	if t, err := d.Byte(); err != nil || t != msgData {
+		return 0
+	}
+	kind, err := d.Byte()
+	if err != nil {
+		return 0
+	}
+	switch FrameKind(kind) {
+	case FrameDown, FrameExit, FrameReply:
+		return 0
+	}
+	from, err := d.PID()
+	if err != nil {
+		return 0
+	}
+	if FrameKind(kind) == FrameEvent {
+		return uint8(from.ID % 255)
+	}
+	to, err := d.ReadAny()
+	if err != nil {
+		return 0
+	}
+	switch to := to.(type) {
+	case gen.PID:
+		return uint8(to.ID % 255)
+	case gen.Alias:
+		return uint8(to.ID[1] % 255)
+	}
+	return uint8(from.ID % 255)
+}

@@ -539,3 +539,50 @@ func TestSimultaneousConnectNeedsTheFlagOnBothEnds(t *testing.T) {
 		t.Error("the peer's advertised flags are reported as they came")
 	}
 }
+
+// A frame waits only for the frames of its own receive queue, as with the
+// framework's recvQueues: one sender's frame to a process whose handling
+// is stuck does not hold up its next frame to another process, and its
+// frames to one process keep their order.
+func TestAFrameWaitsOnlyForItsOwnQueue(t *testing.T) {
+	a := startNode(t, "a")
+	b := startNode(t, "b")
+	a.routeTo(t, b)
+	if err := a.SendFrame(b.name, Frame{Kind: FrameSend, From: pid(a, 7), Message: -1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a full pool on both sides", func() bool {
+		return linkCount(connOf(a, b.name)) == 3 && linkCount(connOf(b, a.name)) == 3 && b.rec.count() == 1
+	})
+	stuck, other := pid(b, 1), pid(b, 2) // queues 1 and 2 of the twelve
+	release := make(chan struct{})
+	defer close(release)
+	b.rec.mu.Lock()
+	b.rec.onFrame = func(_ gen.Atom, f Frame) {
+		if f.To == stuck {
+			<-release
+		}
+	}
+	b.rec.mu.Unlock()
+	send := func(to gen.PID, m int) {
+		t.Helper()
+		if err := a.SendFrame(b.name, Frame{Kind: FrameSend, From: pid(a, 7), To: to, Message: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(stuck, 0)
+	const n = 500
+	for i := 1; i <= n; i++ {
+		send(other, i) // the same sender: the same link as the stuck one
+	}
+	eventually(t, "the other process's frames while the first is stuck", func() bool { return b.rec.count() == n+2 })
+	next := 1
+	for i := 1; i < n+2; i++ {
+		if f := b.rec.frame(i).frame; f.To == other {
+			if f.Message != next {
+				t.Fatalf("frame %d to one process carries %v", next, f.Message)
+			}
+			next++
+		}
+	}
+}
