@@ -105,6 +105,9 @@ type hub struct {
 	// tick's buffer of records to that node starts that large
 	batchSize map[gen.Atom]int
 	malformed uint64 // messages from other hubs whose records did not all parse
+	// answers read more than slowAnswerIntervals after their ping was
+	// sent: the pings of a node busy or starved past its leases (inspect)
+	slowAnswers uint64
 	// how the hub keeps up (inspect): ticks that came more than one
 	// interval after they were due, the latest any came, and the longest
 	// one tick's own work took
@@ -389,6 +392,11 @@ func (h *hub) inspect() map[string]string {
 		// answer epochs raised (pings.go): each makes the leaders of
 		// that node resync their followers here
 		"ergo:hub_answer_raises": strconv.FormatUint(h.board.raisedSoFar(), 10),
+		// answers read more than slowAnswerIntervals liveness intervals
+		// after their ping went: a leader's holding lease counts from the
+		// ping, so answers this slow on both ends of a pair are how a
+		// node that works through a crash wave loses its own leaders
+		"ergo:hub_slow_answers": strconv.FormatUint(h.slowAnswers, 10),
 	}
 }
 

@@ -176,6 +176,11 @@ func (h *hub) sendConnected(node gen.Atom, to any, message any) {
 	h.process.Send(to, message)
 }
 
+// slowAnswerIntervals is how many liveness intervals after its ping an
+// answer counts as slow (hub.slowAnswers): 50 ms at the defaults, ten
+// times a round trip between two busy hubs on one network.
+const slowAnswerIntervals = 10
+
 // acks records the acknowledgements another node's hub sent for its
 // followers, and what it could not answer.
 func (h *hub) acks(from gen.PID, message msgBeatAcks) {
@@ -190,6 +195,9 @@ func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 		// the network's round trip: the time the answer waited for the
 		// other hub's tick is not the network's, and F covers the network
 		rtt.sample(now.Sub(stamp.at) - time.Duration(min(message.Held, maxWireFresh))*time.Microsecond)
+		if now.Sub(stamp.at) > slowAnswerIntervals*h.interval() {
+			h.slowAnswers++
+		}
 	}
 	var busy []uint64
 	if len(message.Busy) > 0 {

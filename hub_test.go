@@ -627,3 +627,30 @@ func TestAHubTicksOnAPeersMessageWhenItsTimerIsLate(t *testing.T) {
 	assert.NotEqual(t, late, p.a.tickGen, "and the late timer's message is of an older generation")
 	assert.Equal(t, p.now.Add(p.a.interval()), p.a.nextTick, "the next tick an interval on")
 }
+
+// An answer read more than slowAnswerIntervals after its ping went is
+// counted for the operator (ergo:hub_slow_answers): how a node working
+// through a crash wave shows that its leaders' evidence comes late.
+func TestTheHubCountsAnswersReadLongAfterTheirPing(t *testing.T) {
+	interval := 5 * time.Millisecond
+	h, _ := newTestHub(&slot{cluster: "c", actor: pid("a"), interval: interval})
+	now := t0
+	h.clock = func() time.Time { return now }
+	peerHub := gen.PID{Node: node("b"), ID: 3, Creation: 1}
+	answer := func(after time.Duration) {
+		seq := h.pings.next(now)
+		now = now.Add(after)
+		m := packAcks(nil, nil, nil)
+		m.Ping = seq
+		h.acks(peerHub, m)
+	}
+	answer(slowAnswerIntervals * interval)
+	assert.Equal(t, "0", h.inspect()["ergo:hub_slow_answers"], "an answer within the bound is not slow")
+	answer(slowAnswerIntervals*interval + time.Millisecond)
+	assert.Equal(t, "1", h.inspect()["ergo:hub_slow_answers"])
+	m := packAcks(nil, nil, nil)
+	m.Ping = 12345 // a ping this hub never sent: its age is not known
+	now = now.Add(time.Second)
+	h.acks(peerHub, m)
+	assert.Equal(t, "1", h.inspect()["ergo:hub_slow_answers"])
+}

@@ -91,6 +91,9 @@ type procCost struct {
 	// latest any came
 	LateTicks uint64
 	LateMax   time.Duration
+	// answers to the hub's pings read more than ten liveness intervals
+	// after the ping went, so far
+	SlowAnswers uint64
 }
 
 func init() {
@@ -214,12 +217,13 @@ func runProc(encoded string, in io.Reader, stdout io.Writer) error {
 				}
 			}
 			if hub, err := node.ProcessPID(hubRegistered); err == nil {
-				if info, err := node.Inspect(hub, "ergo:hub_records", "ergo:hub_vouch_raises", "ergo:hub_answer_raises", "ergo:hub_late_ticks", "ergo:hub_late_max"); err == nil {
+				if info, err := node.Inspect(hub, "ergo:hub_records", "ergo:hub_vouch_raises", "ergo:hub_answer_raises", "ergo:hub_late_ticks", "ergo:hub_late_max", "ergo:hub_slow_answers"); err == nil {
 					c.Records, _ = strconv.ParseUint(info["ergo:hub_records"], 10, 64)
 					c.Raises, _ = strconv.ParseUint(info["ergo:hub_vouch_raises"], 10, 64)
 					c.AnswerRaises, _ = strconv.ParseUint(info["ergo:hub_answer_raises"], 10, 64)
 					c.LateTicks, _ = strconv.ParseUint(info["ergo:hub_late_ticks"], 10, 64)
 					c.LateMax, _ = time.ParseDuration(info["ergo:hub_late_max"])
+					c.SlowAnswers, _ = strconv.ParseUint(info["ergo:hub_slow_answers"], 10, 64)
 				}
 			}
 			encoded, _ := json.Marshal(c)

@@ -211,9 +211,11 @@ func survivorsCPU(pre, post []procCost, victim int) string {
 	for i := range post {
 		if i != victim {
 			// the epochs raised say how often the survivors' pings stopped
-			// counting for the other's leaders until acknowledged again
-			parts = append(parts, fmt.Sprintf("node %d %s (%d lead and %d answer epochs raised)", i+1, (post[i].CPU-pre[i].CPU).Round(100*time.Microsecond),
-				post[i].Raises-pre[i].Raises, post[i].AnswerRaises-pre[i].AnswerRaises))
+			// counting for the other's leaders until acknowledged again;
+			// the slow answers, how long the survivors' hubs took to hear
+			// each other while they worked through the wave
+			parts = append(parts, fmt.Sprintf("node %d %s (%d lead and %d answer epochs raised, %d pings answered more than 50 ms late)", i+1, (post[i].CPU-pre[i].CPU).Round(100*time.Microsecond),
+				post[i].Raises-pre[i].Raises, post[i].AnswerRaises-pre[i].AnswerRaises, post[i].SlowAnswers-pre[i].SlowAnswers))
 		}
 	}
 	return strings.Join(parts, ", ")
