@@ -83,10 +83,13 @@ import (
 const campaignsWhenLate = 2
 
 // campaignsInFlight is how many elections of one node may campaign at once
-// on election timeouts. With 32, a cold start of 3,000 elections on 3 nodes
-// of a 2-core machine is led within seconds; the campaigns of a node then
-// carry a few hundred messages in flight, a few milliseconds of work.
-const campaignsInFlight = 32
+// on election timeouts. With 8, a cold start of 3,000 elections on 3 nodes
+// of a 2-core machine is led within seconds, and a crash wave keeps the
+// cores' queue short enough that the nodes' hubs still hear each other
+// within the holding lease (with 32, a 3,000-election crash on node
+// processes made the survivors' own leaders stand down in 5 of 8 runs,
+// with 8 together with downsInFlightMax in none of 8: docs/performance.md).
+const campaignsInFlight = 8
 
 // campaignTurn tells an election that waited for a turn that it has one
 // (local only, never encoded).

@@ -329,8 +329,11 @@ func (w *watcher) flushOutbox() {
 // second, and the network's readers and the liveness hub waited behind
 // them past the holding lease, as above. Counting what is still in the
 // elections' mailboxes keeps the queue they make a few milliseconds deep
-// whatever the cores' speed; the pace still bounds the rate.
-const downsInFlightMax = 32
+// whatever the cores' speed; the pace still bounds the rate. With 32 a
+// 3,000-election crash still kept two survivors' cores busy past the
+// holding lease, their hubs' answers to each other came too late, and
+// their own leaders stood down (campaignsInFlight).
+const downsInFlightMax = 8
 
 // flightStall is how long the count of downs not taken may stay unchanged
 // before the watcher stops waiting for it: an election that ended with a
