@@ -101,19 +101,27 @@ func TestExchangeBothWays(t *testing.T) {
 	}
 }
 
-func TestOrderPerPeer(t *testing.T) {
-	a := startNode(t, "a")
-	b := startNode(t, "b")
+// connectedPool starts two nodes and connects a to b with a full pool of
+// links on both sides, having sent one frame (Message -1) from pid(a, 7).
+// Like the framework's, the link a sender keeps is its key modulo the
+// links in the pool, so order holds only once the pool is complete: a
+// frame sent while the extra links join may overtake an earlier one.
+func connectedPool(t *testing.T) (a, b *node) {
+	t.Helper()
+	a = startNode(t, "a")
+	b = startNode(t, "b")
 	a.routeTo(t, b)
-	// Like the framework's, the link a sender keeps is its key modulo the
-	// links in the pool, so order holds only once the pool is complete: a
-	// frame sent while the extra links join may overtake an earlier one.
 	if err := a.SendFrame(b.name, Frame{Kind: FrameSend, From: pid(a, 7), Message: -1}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a full pool on both sides", func() bool {
 		return linkCount(connOf(a, b.name)) == 3 && linkCount(connOf(b, a.name)) == 3 && b.rec.count() == 1
 	})
+	return a, b
+}
+
+func TestOrderPerPeer(t *testing.T) {
+	a, b := connectedPool(t)
 	const n = 2000
 	for i := 0; i < n; i++ {
 		// one sender keeps one link of the pool
@@ -545,15 +553,7 @@ func TestSimultaneousConnectNeedsTheFlagOnBothEnds(t *testing.T) {
 // is stuck does not hold up its next frame to another process, and its
 // frames to one process keep their order.
 func TestAFrameWaitsOnlyForItsOwnQueue(t *testing.T) {
-	a := startNode(t, "a")
-	b := startNode(t, "b")
-	a.routeTo(t, b)
-	if err := a.SendFrame(b.name, Frame{Kind: FrameSend, From: pid(a, 7), Message: -1}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "a full pool on both sides", func() bool {
-		return linkCount(connOf(a, b.name)) == 3 && linkCount(connOf(b, a.name)) == 3 && b.rec.count() == 1
-	})
+	a, b := connectedPool(t)
 	stuck, other := pid(b, 1), pid(b, 2) // queues 1 and 2 of the twelve
 	release := make(chan struct{})
 	defer close(release)
