@@ -203,6 +203,7 @@ type Actor struct {
 	losses       *lossBoard                 // connection losses as the watcher saw them
 	hints        *downHints                 // which downs the watchers may hand over late
 	hinted       downHintsState             // what hints says now
+	heldDown     *downsInFlight             // a paced down whose failover goes on (holdDown)
 
 	// the watchers above that are the node's shared ones, which the actor
 	// monitors (shared_watcher.go); the others are its children
@@ -532,13 +533,13 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		a.state.timer(now, m.Kind, m.Generation)
 		return nil
 	case peerDown, watchFailed, forgedDown, watchStarted, watchSuspect:
-		if d, ok := m.(peerDown); ok {
-			d.inFlight.taken() // whatever comes of it: the watcher paces by it
-		}
+		down, _ := m.(peerDown)
 		if a.fromWatcher(from, m) == false {
+			down.inFlight.taken() // the watcher paces by it, dropped or not
 			a.state.drop("foreign_down")
 			return nil
 		}
+		a.holdDown(down.inFlight)
 		a.watched(now, m)
 		return nil
 	case gen.MessageDownPID:
@@ -646,6 +647,8 @@ func (a *Actor) ProcessTerminate(reason error) {
 	if a.state != nil {
 		a.tellTurns(a.state.leaveGate(a.clock()))
 	}
+	a.heldDown.taken() // its failover ends with it
+	a.heldDown = nil
 	if a.retained {
 		a.retained = false
 		releaseNode(a.Node())
@@ -676,6 +679,7 @@ func (a *Actor) flush() error {
 			return err
 		}
 		a.state.endTurn()
+		a.releaseDown()
 		a.state.keepChoreTimer()
 		a.hint()
 		out := a.state.takeEffects()

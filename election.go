@@ -812,6 +812,10 @@ func (e *election) handleTimeoutNow(m *member, msg msgTimeoutNow) {
 // healthy leader when the partition heals.
 func (e *election) campaign() { e.campaignWith(false) }
 
+// campaigning reports whether a pre-vote or vote round of this node's is
+// open: a failover still under way.
+func (e *election) campaigning() bool { return e.preVoting || e.role == roleCandidate }
+
 // campaignWith is campaign; fast marks the pre-vote of a fast failover,
 // which asks the voters for their votes with their grants (pledge.go).
 func (e *election) campaignWith(fast bool) {

@@ -88,7 +88,7 @@ const campaignsWhenLate = 2
 // cores' queue short enough that the nodes' hubs still hear each other
 // within the holding lease (with 32, a 3,000-election crash on node
 // processes made the survivors' own leaders stand down in 5 of 8 runs,
-// with 8 together with downsInFlightMax in none of 8: docs/performance.md).
+// with 8, and 8 paced downs in flight, in none of 8: docs/performance.md).
 const campaignsInFlight = 8
 
 // campaignTurn tells an election that waited for a turn that it has one

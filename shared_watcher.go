@@ -322,18 +322,27 @@ func (w *watcher) flushOutbox() {
 }
 
 // The paced downs wait for their elections, too: at most downsInFlightMax
-// of them are handed over and not taken yet at any time. The pace alone
+// of them are handed over and not done with at any time. The pace alone
 // handed a 10,000-election crash's downs over faster than the survivors'
 // elections took them (each one starts a failover: a step, a pre-vote,
 // its answers), thousands were queued for the cores within a tenth of a
 // second, and the network's readers and the liveness hub waited behind
-// them past the holding lease, as above. Counting what is still in the
-// elections' mailboxes keeps the queue they make a few milliseconds deep
-// whatever the cores' speed; the pace still bounds the rate. With 32 a
-// 3,000-election crash still kept two survivors' cores busy past the
-// holding lease, their hubs' answers to each other came too late, and
-// their own leaders stood down (campaignsInFlight).
-const downsInFlightMax = 8
+// them past the holding lease, as above.
+//
+// A down is done with when its election is not campaigning at the end of
+// a step (Actor.releaseDown): for a down that starts a failover, once the
+// failover has won or given up, not once the down was read. Counting only
+// the downs not read yet bounded the downs in the elections' mailboxes but
+// not the failovers they started: each read let the next one go, so a
+// 10,000-election crash still had thousands of pre-votes and votes queued
+// for the survivors' cores at once, their hubs answered each other 300 ms
+// late, and their own leaders stood down (the survivors spent 15 to 20 s
+// of CPU on a 3,500-election wave, and 100 to 400 failovers took more than
+// one term; counting the failovers, 0.9 to 1.5 s and 2, with a p99 of 0.9
+// to 1.7 s against 3.1 s: docs/performance.md). A failover that waits for
+// a timer first (a survivor ranked after another) is done with at once:
+// it holds no core while it waits.
+const downsInFlightMax = 32
 
 // flightStall is how long the count of downs not taken may stay unchanged
 // before the watcher stops waiting for it: an election that ended with a
@@ -344,11 +353,32 @@ const flightStall = 50 * time.Millisecond
 // shared watcher raises it, each election lowers it as it takes its down.
 type downsInFlight struct{ n atomic.Int64 }
 
-// taken records that an election took its down.
+// taken records that an election is done with its down.
 func (d *downsInFlight) taken() {
 	if d != nil {
 		d.n.Add(-1)
 	}
+}
+
+// holdDown keeps a paced down counted while the failover it starts goes
+// on; the down held before, if any, is done with.
+func (a *Actor) holdDown(d *downsInFlight) {
+	if d == nil {
+		return
+	}
+	a.heldDown.taken()
+	a.heldDown = d
+}
+
+// releaseDown, at the end of every step, lets the held down go once the
+// election is not campaigning: its failover won, followed another, or
+// waits for a timer (downsInFlightMax).
+func (a *Actor) releaseDown() {
+	if a.heldDown == nil || a.state.campaigning() {
+		return
+	}
+	a.heldDown.taken()
+	a.heldDown = nil
 }
 
 // flightGauge is the shared watcher's side of downsInFlight.

@@ -350,6 +350,46 @@ func TestAnElectionCountsEveryPacedDownItTakes(t *testing.T) {
 	assert.EqualValues(t, 3, h.e.dropped["foreign_down"])
 }
 
+// A paced down that starts a failover stays counted until the failover is
+// over, so that the watcher lets a crash's failovers run a few dozen at a
+// time, not only its downs be read a few dozen at a time; a down that
+// starts nothing is done with at the end of its step. Breaks: the count
+// drops when the down is read, and a 10,000-election crash queues
+// thousands of pre-votes and votes on the survivors' cores at once
+// (downsInFlightMax).
+func TestAPacedDownCountsUntilItsFailoverIsOver(t *testing.T) {
+	step := 150 * time.Millisecond / 30
+	h := newStateHarness(t, Options{}, "b", "c")
+	a := &Actor{state: h.e, clock: func() time.Time { return h.now }}
+	var g flightGauge
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+	h.advance(freshness(h.e.cfg) + step) // the promise after the loss has run out
+
+	a.holdDown(g.hand(peerDown{PID: pid("x"), Reason: gen.ErrNoConnection, At: h.now}).inFlight)
+	a.releaseDown()
+	assert.Zero(t, g.count.n.Load(), "a down that starts no campaign: done with at the end of its step")
+
+	a.holdDown(g.hand(peerDown{PID: pid("b"), Reason: gen.ErrNoConnection, At: h.now}).inFlight)
+	require.True(t, h.e.downAt(h.now, h.now.Add(-time.Second), pid("b"), gen.ErrNoConnection))
+	require.Len(t, sentTo[msgPreVote](h.e.takeEffects(), "c"), 1, "the fast pre-vote goes")
+	a.releaseDown()
+	assert.EqualValues(t, 1, g.count.n.Load(), "counted while it pre-votes")
+	h.recv("c", msgPreVoteReply{ClusterID: "c", Term: 1, Granted: true})
+	require.Equal(t, roleCandidate, h.e.role)
+	a.releaseDown()
+	assert.EqualValues(t, 1, g.count.n.Load(), "and while its vote round is open")
+	h.recv("c", msgVoteReply{ClusterID: "c", Term: 2, Granted: true})
+	require.True(t, h.e.confirming)
+	h.e.confirmResult(h.now, true, nil) // flush asks HandleConfirmLeader before the step ends
+	require.Equal(t, roleLeader, h.e.role)
+	a.releaseDown()
+	assert.Zero(t, g.count.n.Load(), "done with once it won")
+
+	a.holdDown(g.hand(peerDown{PID: pid("x"), Reason: gen.ErrNoConnection, At: h.now}).inFlight)
+	a.holdDown(g.hand(peerDown{PID: pid("y"), Reason: gen.ErrNoConnection, At: h.now}).inFlight)
+	assert.EqualValues(t, 1, g.count.n.Load(), "a second down held lets the first go")
+}
+
 // Downs go out as soon as their elections take the ones before, not only
 // at the watcher's reminder: a lost connection of ten thousand processes
 // keeps the watcher busy for a while, with the reminder queued behind.
