@@ -336,12 +336,12 @@ func (w *watcher) flushOutbox() {
 // not the failovers they started: each read let the next one go, so a
 // 10,000-election crash still had thousands of pre-votes and votes queued
 // for the survivors' cores at once, their hubs answered each other 300 ms
-// late, and their own leaders stood down (the survivors spent 15 to 20 s
-// of CPU on a 3,500-election wave, and 100 to 400 failovers took more than
-// one term; counting the failovers, 0.9 to 1.5 s and 2, with a p99 of 0.9
-// to 1.7 s against 3.1 s: docs/performance.md). A failover that waits for
-// a timer first (a survivor ranked after another) is done with at once:
-// it holds no core while it waits.
+// late, and their own leaders stood down (the survivors spent 10 to 20 s
+// of CPU on a 3,500-election wave, and 50 to 400 failovers took more than
+// one term; counting the failovers, 1 to 4 s and 1 to 3 in most runs, a
+// median p99 of 2.1 s against 3.0 s: docs/performance.md). A failover
+// that waits for a timer first (a survivor ranked after another) is done
+// with at once: it holds no core while it waits.
 const downsInFlightMax = 32
 
 // flightStall is how long the count of downs not taken may stay unchanged
