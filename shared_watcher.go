@@ -344,13 +344,16 @@ func (w *watcher) flushOutbox() {
 // with at once: it holds no core while it waits.
 const downsInFlightMax = 32
 
-// flightStall is how long the count of downs not taken may stay unchanged
-// before the watcher stops waiting for it: an election that ended with a
-// down in its mailbox never takes it, and must not hold the others' back.
+// flightStall is how long the count of downs not done with may stay
+// unchanged before the watcher stops waiting for it: an election that
+// ended with a down in its mailbox never takes it, and must not hold the
+// others back; nor may failovers that all outlast it on a starved node
+// (a wait of 200 ms instead measured no better: docs/performance.md).
 const flightStall = 50 * time.Millisecond
 
-// downsInFlight counts the paced downs handed over and not taken yet. The
-// shared watcher raises it, each election lowers it as it takes its down.
+// downsInFlight counts the paced downs handed over and not done with. The
+// shared watcher raises it, each election lowers it when it is done with
+// its down (Actor.releaseDown).
 type downsInFlight struct{ n atomic.Int64 }
 
 // taken records that an election is done with its down.
