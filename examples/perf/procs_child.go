@@ -320,7 +320,12 @@ func describeMember(node gen.Node, g group) string {
 	if err != nil {
 		return err.Error()
 	}
-	keys := []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size", "ergo:lease_until", "ergo:elections_started", "ergo:prevote_rounds", "ergo:campaigns_queued", "ergo:leader_changes", "ergo:heartbeat_in_last"}
+	// with the view as this member sees it and what it dropped: an
+	// election left unled with a member missing from one view (a cold
+	// start at 10,000 once left one so for three minutes) is told apart
+	// from one whose campaigns fail
+	keys := []string{"ergo:state", "ergo:term", "ergo:leader_node", "ergo:view_size", "ergo:lease_until", "ergo:elections_started", "ergo:prevote_rounds", "ergo:campaigns_queued", "ergo:leader_changes", "ergo:heartbeat_in_last",
+		"ergo:members", "ergo:declared", "ergo:peers_list", "ergo:unreachable", "ergo:unmonitored", "ergo:dropped_by_reason", "ergo:send_failing_peers", "ergo:election_timer_armed", "ergo:timer_wakeups"}
 	info, err := node.Inspect(pid, keys...)
 	if err != nil {
 		return err.Error()
