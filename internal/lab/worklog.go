@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"slices"
@@ -15,11 +14,20 @@ import (
 // share. Two nodes doing leader-only work at overlapping times show up as
 // interleaved records of different nodes.
 //
-// A record is one line "<unix ns> <term> <node>\n" written with a single
+// A record is one line "#<unix ns> <term> <node>\n" written with a single
 // write(2) on an O_APPEND descriptor, so lines of concurrent writers never
 // interleave (a local file system appends each such write atomically). A
-// line "<unix ns> <term> <node> end" says that the node's leader-only work
+// line "#<unix ns> <term> <node> end" says that the node's leader-only work
 // stopped at that instant (WorkLog.End).
+//
+// Atomic, but not always whole: Linux cuts a write short when the writer
+// gets SIGKILL while the write crosses a page of the file, and the lab
+// kills leaders in the middle of their work. The torn start of a record is
+// then followed, on the same line, by the next writer's record; the "#"
+// that opens each record (node names have none) tells where that one
+// begins, and a record counts only if its own newline ends it. A torn
+// record is dropped: it is the last unit of work of a node killed while
+// writing it, which leaves out at most one tick of that node's work.
 
 // WorkLog appends records to the shared file for one node.
 type WorkLog struct {
@@ -59,7 +67,7 @@ func (w *WorkLog) write(term uint64, at time.Time, suffix string) error {
 	if w == nil {
 		return nil
 	}
-	line := strconv.FormatInt(at.UnixNano(), 10) + " " + strconv.FormatUint(term, 10) + " " + w.node + suffix + "\n"
+	line := "#" + strconv.FormatInt(at.UnixNano(), 10) + " " + strconv.FormatUint(term, 10) + " " + w.node + suffix + "\n"
 	_, err := w.f.WriteString(line)
 	return err
 }
@@ -72,32 +80,36 @@ type WorkRecord struct {
 	End  bool // the node's work stopped at At (WorkLog.End)
 }
 
-// ReadWorkLog reads the records of a work log, ordered by time.
+// ReadWorkLog reads the whole records of a work log, ordered by time; torn
+// ones (their writer was killed while writing them) are left out.
 func ReadWorkLog(path string) ([]WorkRecord, error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	lines := strings.Split(string(data), "\n")
+	// after the last newline: nothing, or a record torn at the end
+	lines = lines[:len(lines)-1]
 	var records []WorkRecord
-	scanner := bufio.NewScanner(f)
-	for line := 1; scanner.Scan(); line++ {
-		fields := strings.Fields(scanner.Text())
+	for i, text := range lines {
+		start := strings.LastIndexByte(text, '#')
+		if strings.HasPrefix(text, "#") == false {
+			return nil, fmt.Errorf("lab: work log line %d: %q is not \"#<ns> <term> <node>\"", i+1, text)
+		}
+		// what comes before the last "#" is torn
+		fields := strings.Fields(text[start+1:])
 		if len(fields) != 3 && (len(fields) != 4 || fields[3] != "end") {
-			return nil, fmt.Errorf("lab: work log line %d: %q is not \"<ns> <term> <node>\"", line, scanner.Text())
+			return nil, fmt.Errorf("lab: work log line %d: %q is not \"#<ns> <term> <node>\"", i+1, text)
 		}
 		ns, err1 := strconv.ParseInt(fields[0], 10, 64)
 		term, err2 := strconv.ParseUint(fields[1], 10, 64)
 		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("lab: work log line %d: %q is not \"<ns> <term> <node>\"", line, scanner.Text())
+			return nil, fmt.Errorf("lab: work log line %d: %q is not \"#<ns> <term> <node>\"", i+1, text)
 		}
 		records = append(records, WorkRecord{At: time.Unix(0, ns), Term: term, Node: fields[2], End: len(fields) == 4})
-	}
-	if err := scanner.Err(); err != nil {
-		return nil, err
 	}
 	slices.SortStableFunc(records, func(a, b WorkRecord) int { return a.At.Compare(b.At) })
 	return records, nil

@@ -1,7 +1,9 @@
 package lab
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -27,6 +29,58 @@ func TestWorkLogRoundTrip(t *testing.T) {
 	if len(records) != 3 || records[0].Node != "b@x" || records[0].Term != 2 || records[1].Node != "a@x" ||
 		records[1].At.Equal(base.Add(10*time.Millisecond)) == false || records[1].End || records[2].End == false {
 		t.Fatalf("records %+v", records)
+	}
+}
+
+// A record whose writer was killed in the middle of its write(2) is torn:
+// Linux cuts the write short at a page of the file when SIGKILL is
+// pending. The next writer's record then follows it on the same line; the
+// reader keeps that one and drops the torn one, at the end of the file
+// too, and still refuses a line that is not a record at all. Breaks: a
+// leader killed while writing made the lab's failover test read
+// "17966371796637109976522111 5 n2" as a malformed line and fail.
+func TestWorkLogDropsATornRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "worklog")
+	base := time.Unix(1700000000, 0)
+	killed, err := OpenWorkLog(path, "a@x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := OpenWorkLog(path, "b@x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	torn := func(term uint64, at time.Time) {
+		t.Helper()
+		line := "#" + strconv.FormatInt(at.UnixNano(), 10) + " " + strconv.FormatUint(term, 10) + " a@x\n"
+		if _, err := killed.f.WriteString(line[:8]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	killed.Record(1, base)
+	torn(1, base.Add(5*time.Millisecond))
+	next.Record(2, base.Add(20*time.Millisecond))
+	torn(2, base.Add(25*time.Millisecond))
+	records, err := ReadWorkLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 2 || records[0].Node != "a@x" || records[0].At.Equal(base) == false ||
+		records[1].Node != "b@x" || records[1].Term != 2 || records[1].At.Equal(base.Add(20*time.Millisecond)) == false {
+		t.Fatalf("want the two whole records, got %+v", records)
+	}
+
+	if err := os.WriteFile(path, []byte("#1700000000000000000 1 a@x\n1700000000005000000 1 a@x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadWorkLog(path); err == nil {
+		t.Fatal("a line without the record's mark read as a record")
+	}
+	if err := os.WriteFile(path, []byte("#1700000000000000000 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadWorkLog(path); err == nil {
+		t.Fatal("a record without its node read as a record")
 	}
 }
 
