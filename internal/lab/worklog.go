@@ -95,12 +95,11 @@ func ReadWorkLog(path string) ([]WorkRecord, error) {
 	lines = lines[:len(lines)-1]
 	var records []WorkRecord
 	for i, text := range lines {
-		start := strings.LastIndexByte(text, '#')
 		if strings.HasPrefix(text, "#") == false {
 			return nil, fmt.Errorf("lab: work log line %d: %q is not \"#<ns> <term> <node>\"", i+1, text)
 		}
 		// what comes before the last "#" is torn
-		fields := strings.Fields(text[start+1:])
+		fields := strings.Fields(text[strings.LastIndexByte(text, '#')+1:])
 		if len(fields) != 3 && (len(fields) != 4 || fields[3] != "end") {
 			return nil, fmt.Errorf("lab: work log line %d: %q is not \"#<ns> <term> <node>\"", i+1, text)
 		}

@@ -8,17 +8,23 @@ import (
 	"time"
 )
 
+// twoWriters opens one work log for nodes a@x and b@x.
+func twoWriters(t *testing.T) (path string, a, b *WorkLog) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "worklog")
+	var err error
+	if a, err = OpenWorkLog(path, "a@x"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = OpenWorkLog(path, "b@x"); err != nil {
+		t.Fatal(err)
+	}
+	return path, a, b
+}
+
 func TestWorkLogRoundTrip(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "worklog")
+	path, a, b := twoWriters(t)
 	base := time.Unix(1700000000, 0)
-	a, err := OpenWorkLog(path, "a@x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := OpenWorkLog(path, "b@x")
-	if err != nil {
-		t.Fatal(err)
-	}
 	a.Record(1, base.Add(10*time.Millisecond))
 	b.Record(2, base.Add(5*time.Millisecond))
 	a.End(1, base.Add(12*time.Millisecond))
@@ -40,16 +46,8 @@ func TestWorkLogRoundTrip(t *testing.T) {
 // leader killed while writing made the lab's failover test read
 // "17966371796637109976522111 5 n2" as a malformed line and fail.
 func TestWorkLogDropsATornRecord(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "worklog")
+	path, killed, next := twoWriters(t)
 	base := time.Unix(1700000000, 0)
-	killed, err := OpenWorkLog(path, "a@x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, err := OpenWorkLog(path, "b@x")
-	if err != nil {
-		t.Fatal(err)
-	}
 	torn := func(term uint64, at time.Time) {
 		t.Helper()
 		line := "#" + strconv.FormatInt(at.UnixNano(), 10) + " " + strconv.FormatUint(term, 10) + " a@x\n"
