@@ -654,3 +654,56 @@ func TestTheHubCountsAnswersReadLongAfterTheirPing(t *testing.T) {
 	h.acks(peerHub, m)
 	assert.Equal(t, "1", h.inspect()["ergo:hub_slow_answers"])
 }
+
+// A new leader with a hub announces itself to its followers directly and
+// leaves the rounds after that to the hub, which decides at its next visit
+// whether it carries them to each node and wakes the leader where it does
+// not (TestHubWakesALeaderForANodeItDecidesNotToCarry). A node the hub has
+// already decided not to carry gets the leader's own rounds, every
+// liveness interval. Breaks: every new leader woke once more on its own
+// timer only to read the hub's decision (a tenth of the survivors' steps
+// in a node crash under a thousand elections), or the leader stopped
+// sending to a node the hub does not carry.
+func TestNewLeaderLeavesItsRoundsAfterTheAnnouncementToTheHub(t *testing.T) {
+	for _, decided := range []map[gen.Atom]bool{nil, {node("b"): true}, {node("b"): false}} {
+		h := newStateHarness(t, Options{}, "b", "c")
+		h.recv("b", msgHello{ClusterID: "c"})
+		h.recv("c", msgHello{ClusterID: "c"})
+		h.e.hubAttached(nil, pid("hub"))
+		h.e.carried = decided
+		h.becomeLeader("b")
+		// the announcement went out in becomeLeader; what is left is the
+		// timer for the next round
+		timer := h.e.timers[timerHeartbeat]
+		if decided[node("b")] == false && decided != nil {
+			require.True(t, timer.armed, "b not carried: the leader's own rounds")
+			assert.Equal(t, livenessInterval(h.e.cfg), timer.due.Sub(h.now), "every liveness interval")
+			continue
+		}
+		if timer.armed {
+			assert.Equal(t, h.e.choreInterval(), timer.due.Sub(h.now), "carried %v: a chore tick at most, not a round", decided)
+		}
+	}
+}
+
+// The first decision a hub takes for a new leader's follower node, when
+// the node's hub has not been heard within peerTTL, wakes the leader to
+// send there itself: after its announcement the leader waits on that
+// decision (TestNewLeaderLeavesItsRoundsAfterTheAnnouncementToTheHub), and
+// nothing else would tell it. It is woken once, not at every tick. Breaks:
+// a new leader whose follower's node had a silent hub sent nothing there
+// after its announcement, and the follower timed out.
+func TestHubWakesALeaderForANodeItDecidesNotToCarry(t *testing.T) {
+	leader := &slot{cluster: "c", actor: pid("a"), lead: true, leadTerm: 2, interval: 50 * time.Millisecond,
+		peerSilence: 150 * time.Millisecond, followers: map[gen.Atom]gen.PID{node("b"): pid("b"), node("c"): pid("c")}}
+	h, p := newTestHub(leader)
+	h.heard(gen.PID{Node: node("b"), ID: 3, Creation: 1}) // b's hub answers; c's never did
+	h.tick()
+	require.Equal(t, node("b"), leader.links[0].node)
+	assert.True(t, leader.links[0].carried, "b's hub answers")
+	assert.False(t, leader.links[1].carried, "c's hub is silent")
+	wakes := func() int { return countOf[hubCarryLost](p.sent) }
+	assert.Equal(t, 1, wakes(), "the leader is woken to send to c itself")
+	h.tick()
+	assert.Equal(t, 1, wakes(), "once")
+}

@@ -359,15 +359,15 @@ func (h *hub) peersChanged(now time.Time, ttl time.Duration) bool {
 
 // reach updates which follower nodes a leading slot's rounds reach, and
 // notes those nodes as pinged this tick; s.mu is held. It reports whether a
-// node stopped being carried (the leader must be woken to send there
-// itself), and whether the leader's record must go again although nothing
-// changed (vouch.go): a follower node whose hub is alive has not
-// acknowledged a round of the term through the hubs under its current
-// epoch (its actor answered the record itself, being in a step or not
-// knowing the leader yet, and the answered pings count for a follower
-// only after such an ack), or its hub said lately that no actor there
-// joined it for this election (only a record's answer tells when one
-// has).
+// node stopped being carried, or was not carried at the first decision for
+// it (the leader must be woken to send there itself), and whether the
+// leader's record must go again although nothing changed (vouch.go): a
+// follower node whose hub is alive has not acknowledged a round of the
+// term through the hubs under its current epoch (its actor answered the
+// record itself, being in a step or not knowing the leader yet, and the
+// answered pings count for a follower only after such an ack), or its hub
+// said lately that no actor there joined it for this election (only a
+// record's answer tells when one has).
 func (h *hub) reach(s *slot, now time.Time, ttl time.Duration, batches *tickBatches) (lost, again bool) {
 	changed := false
 	for i := range s.links {
@@ -387,7 +387,11 @@ func (h *hub) reach(s *slot, now time.Time, ttl time.Duration, batches *tickBatc
 		if b.peerAlive && (l.ack == 0 || l.epochSet == false || l.epoch != h.lastEpoch[l.node]) {
 			again = true // its node's pings do not count for it now
 		}
-		if l.decided && l.carried && carried == false {
+		// A node the hub stops carrying, or decides at its first look not
+		// to carry: the leader sends there itself from now on, and a new
+		// leader waits on this decision after announcing itself
+		// (election.sendHeartbeats).
+		if carried == false && (l.decided == false || l.carried) {
 			lost = true
 		}
 		if l.decided == false || l.carried != carried {

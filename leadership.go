@@ -91,10 +91,11 @@ func (e *election) heartbeatTick() {
 // a declared peer that never replied is probed by name instead, now and then.
 //
 // Members whose node the liveness hub carries this leader's rounds to get
-// them from the hub (coalesce.go). While the hub carries all of them, the
-// leader's own tick only keeps up its chores (probes of declared peers that
-// never answered, silent connections), every choreInterval; the hub wakes
-// it when a node stops being carried, and its lease timer when it must.
+// them from the hub (coalesce.go). While the hub carries all of them, or
+// has yet to decide on some, the leader's own tick only keeps up its
+// chores (probes of declared peers that never answered, silent
+// connections), every choreInterval; the hub wakes it when a node stops
+// being carried or is found not carried, and its lease timer when it must.
 func (e *election) sendHeartbeats() {
 	// round 2, the first after the votes, announces the leadership to
 	// everyone directly, before the hub takes over
@@ -109,14 +110,26 @@ func (e *election) sendHeartbeats() {
 		}
 	}
 	next := livenessInterval(e.cfg)
+	// The hub decides at its next visit of this leader whether it carries
+	// the rounds to each node it has not decided on yet, and wakes the
+	// leader where it does not (hub.reach); only a node it decided not to
+	// carry gets the leader's own rounds. Until then the leader's liveness
+	// timer would only wake it to read the decision: one activation of
+	// every new leader, about a tenth of the survivors' steps in a node
+	// crash under a thousand elections (docs/performance.md, Analysis).
+	hubCarries := e.coalesced
 	if len(direct) > 0 || e.coalesced == false {
 		e.openRound(e.round + 1)
 		hb := msgHeartbeat{ClusterID: e.cfg.clusterID, Term: e.term, Leader: e.self, Round: e.round, Fresh: int64(e.roundSent[len(e.roundSent)-1].fresh)}
 		for _, m := range direct {
 			e.send(m, hb)
+			if carried, decided := e.carried[m.node]; decided && carried == false {
+				hubCarries = false
+			}
 		}
 		e.lastHeartbeatOut = e.now
-	} else {
+	}
+	if hubCarries {
 		next = e.choreInterval()
 		if e.leaderChoresPending() == false {
 			// nothing for a chore to do; keepChoreTimer arms it again
