@@ -91,9 +91,13 @@ type slot struct {
 	// its end. Together they tell the hub that a leader is only busy
 	// (hub_tick.go, openRounds), not gone.
 	leading, inStep bool
-	stepSeen        time.Time            // when the hub first found the actor in its current step
-	followers       map[gen.Atom]gen.PID // where the rounds go: the members whose process is known
-	round           uint64               // the newest round number of leadTerm, the actor's or the hub's
+	// mayLead is leading, readable without mu: the hub passes a slot
+	// whose last step ended without the lead by without taking its lock
+	// when an answer names it (hub.resendNamed)
+	mayLead   atomic.Bool
+	stepSeen  time.Time            // when the hub first found the actor in its current step
+	followers map[gen.Atom]gen.PID // where the rounds go: the members whose process is known
+	round     uint64               // the newest round number of leadTerm, the actor's or the hub's
 
 	// recorded by the hub, read by the actor
 	rounds []roundStamp // rounds of leadTerm the hub opened
@@ -420,7 +424,12 @@ func (s *slot) share(g grant) {
 		// it (a step outlasted its grace: vouch.go)
 		s.needBeat = true
 	}
+	gained := g.lead && s.leading == false
 	s.lead, s.leading, s.inStep = g.lead, g.lead, false
+	s.mayLead.Store(g.lead)
+	if gained && s.board != nil {
+		s.board.leadsGained.Add(1) // after mayLead: the hub that sees it sees mayLead (resendNamed)
+	}
 	s.stepSeen = time.Time{} // the step ended: the next one has a grace of its own
 	s.quiet().Store(0)
 	s.followers = g.followers

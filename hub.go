@@ -108,6 +108,9 @@ type hub struct {
 	// answers read more than slowAnswerIntervals after their ping was
 	// sent: the pings of a node busy or starved past its leases (inspect)
 	slowAnswers uint64
+	// by node: the keys its newest answer named, and the leaders among
+	// them (resendNamed)
+	namedLeaders map[gen.Atom]*namedLeaders
 	// how the hub keeps up (inspect): ticks that came more than one
 	// interval after they were due, the latest any came, and the longest
 	// one tick's own work took
@@ -169,6 +172,7 @@ func (h *hub) init() {
 	h.routes = make(map[gen.Atom]*peerRoutes)
 	h.peers = make(map[gen.Atom]hubPeer)
 	h.batchSize = make(map[gen.Atom]int)
+	h.namedLeaders = make(map[gen.Atom]*namedLeaders)
 	h.pingPeers = make(map[gen.Atom]bool)
 	h.pingRTT = make(map[gen.Atom]*pingRTT)
 	h.answers = make(map[gen.Atom]*pendingAnswer)

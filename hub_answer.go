@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"slices"
 	"time"
 
 	"ergo.services/ergo/gen"
@@ -144,11 +145,34 @@ func (h *hub) answerEpoch(node gen.Atom, hub gen.PID) (uint64, []byte) {
 // would make every leader here send its record. At most once per liveness
 // interval per leader: a follower that follows another leader answers
 // the record itself (hubBeat), and tells the leader of its newer term.
+//
+// Most names are of elections whose leader here stood down: after a cold
+// start or a failover, followers there that left a leader here for
+// another one for good are named in every answer until that node's epoch
+// is raised, thousands of them at 10,000 elections, two hundred answers
+// a second. Reading each one's slot at every answer (a cache miss each)
+// was most of an idle node's work on answers, so the leaders among the
+// names (slot.mayLead) are found once, and kept while the answers name
+// the same keys and no slot of the node began to lead
+// (pingBoard.leadsGained): the same leaders are looked at as before.
 func (h *hub) resendNamed(node gen.Atom, busy []uint64, now time.Time) {
-	if len(busy) == 0 {
+	c := h.namedLeaders[node]
+	if c == nil {
+		c = &namedLeaders{}
+		h.namedLeaders[node] = c
+	}
+	if gained := h.board.leadsGained.Load(); gained != c.gained || slices.Equal(busy, c.named) == false {
+		c.named, c.leaders, c.gained = busy, c.leaders[:0], gained
+		for _, key := range busy {
+			if s := h.byKey[key]; s != nil && s.mayLead.Load() {
+				c.leaders = append(c.leaders, key)
+			}
+		}
+	}
+	if len(c.leaders) == 0 {
 		return
 	}
-	for _, key := range h.board.namedAgain(node, busy) {
+	for _, key := range h.board.namedAgain(node, c.leaders) {
 		s := h.byKey[key]
 		if s == nil {
 			continue
@@ -160,6 +184,14 @@ func (h *hub) resendNamed(node gen.Atom, busy []uint64, now time.Time) {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// namedLeaders are the keys the newest answer from a node named (the
+// board's list, which nobody changes), which of them were of slots that
+// led then, and the board's leadsGained then (resendNamed).
+type namedLeaders struct {
+	named, leaders []uint64
+	gained         uint64
 }
 
 // sendConnected sends to another node only while the framework has a

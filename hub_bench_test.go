@@ -2,10 +2,12 @@ package leader
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"ergo.services/ergo/gen"
+	"github.com/stretchr/testify/require"
 )
 
 // hubBench is three hubs carrying elections elections between them, each
@@ -144,5 +146,33 @@ func TestHubBenchCarriesEveryRound(t *testing.T) {
 				t.Fatalf("%s on %s: lease %v is over at %v", s.cluster, n, got, bench.now)
 			}
 		}
+	}
+}
+
+// BenchmarkHubAnswerNamingLeadersThatStoodDown is the leaders' side of an
+// answer that names the same 700 elections as the answer before, whose
+// leader here stood down (their followers there left for another leader,
+// as after a cold start at 10,000 elections): an idle node reads two
+// hundred such answers a second from each other node.
+func BenchmarkHubAnswerNamingLeadersThatStoodDown(b *testing.B) {
+	bench := newHubBench(10000)
+	for range 3 {
+		bench.interval()
+	}
+	h, peer := bench.hubs[bench.nodes[0]], bench.nodes[1]
+	var named []uint64
+	for _, s := range h.order {
+		if s.leading == false && len(named) < 700 {
+			named = append(named, s.key)
+		}
+	}
+	epoch := h.board.epochOf(peer)
+	for range 2 {
+		h.board.answered(peer, epoch, pingStamp{at: bench.now}, slices.Clone(named))
+	}
+	require.Len(b, h.board.namedAgain(peer, named), len(named), "named in the last two answers")
+	b.ResetTimer()
+	for range b.N {
+		h.resendNamed(peer, named, bench.now)
 	}
 }

@@ -110,6 +110,7 @@ func (h *hub) forgetGonePeers() {
 			delete(h.pingRTT, node)
 			delete(h.answers, node)
 			delete(h.batchSize, node)
+			delete(h.namedLeaders, node)
 			h.board.forget(node)
 		}
 	}

@@ -93,6 +93,10 @@ type pingBoard struct {
 	// late, in unix nanoseconds on the hub's clock: the node's processes
 	// wait for the CPU, and campaign admission backs off (pacing.go)
 	lateAt atomic.Int64
+	// leadsGained counts the node's slots that began to lead (slot.share):
+	// the hub looks again for leaders among the names of an answer it
+	// has seen before when it moved (hub.resendNamed)
+	leadsGained atomic.Uint64
 	// epochs raised so far, over every node (inspect): each makes the
 	// leaders there resync, so a count that keeps growing on an idle node
 	// means its elections keep changing what they follow

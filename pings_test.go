@@ -456,6 +456,49 @@ func TestALeaderWhoseFollowerCameBackSendsItsRecordAgain(t *testing.T) {
 	assert.Empty(t, p.b.board.peers[node("a")].left, "its name went with that acknowledgement")
 }
 
+// While the answers name a leader's follower, the leader's record goes
+// again every few intervals, though every answer names the same keys (the
+// leaders among them are looked up once per list, hub.resendNamed); once
+// the slot stands down, nothing goes. Breaks: a list seen before skips
+// its leaders (the record goes once, and the pings from that node count
+// for nobody until the refresh), a slot that stood down is made to send
+// its record, or one that leads again is not looked at while the answers
+// name the same keys.
+func TestANamedLeaderSendsItsRecordWhileTheSameNamesComeBack(t *testing.T) {
+	p := newPingPair(t)
+	p.tick()
+	p.now = p.now.Add(5 * time.Millisecond)
+	p.tick()
+	p.follower.settle(0, 0)
+	p.follower.share(grant{}) // it left for good: named in every answer
+	records := p.a.records
+	for range 20 {
+		p.now = p.now.Add(5 * time.Millisecond)
+		p.tick()
+	}
+	assert.GreaterOrEqual(t, p.a.records-records, uint64(5), "the record goes again and again while it leads")
+
+	p.lead.settle(0, 0)
+	p.lead.share(grant{}) // it stood down; answers still name it
+	p.lead.needBeat = false
+	named := []uint64{p.lead.key, p.lead.key + 1000} // a list of its own: looked at afresh
+	for range 3 {
+		p.now = p.now.Add(5 * time.Millisecond)
+		p.a.board.answered(node("b"), p.a.board.epochOf(node("b")), pingStamp{at: p.now}, named)
+		p.a.resendNamed(node("b"), named, p.now)
+	}
+	assert.False(t, p.lead.needBeat, "a slot that stood down sends nothing, named or not")
+
+	p.lead.share(grant{lead: true, leadTerm: 2, fresh: 15 * time.Millisecond, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
+	p.lead.needBeat = false // its new term's record went
+	for range 3 {
+		p.now = p.now.Add(5 * time.Millisecond)
+		p.a.board.answered(node("b"), p.a.board.epochOf(node("b")), pingStamp{at: p.now}, named)
+		p.a.resendNamed(node("b"), named, p.now)
+	}
+	assert.True(t, p.lead.needBeat, "leading again under the same names, it is looked at again")
+}
+
 // A leader that joins a new hub of its node (the old one failed) counts
 // no answer to the new hub's pings until its follower acknowledges its
 // record through that hub. Breaks: the leader keeps counting under the epoch of its follower's
