@@ -561,8 +561,10 @@ func TestHubForgetsEverythingItKeptAboutAGoneNode(t *testing.T) {
 	h.heard(gen.PID{Node: node("c"), ID: 3, Creation: 1})
 	h.answers[node("c")] = &pendingAnswer{}
 	h.tick()
+	h.resendNamed(node("c"), []uint64{leader.key}, now) // an answer from c named the leader
 	kept := atomKeyedMaps(h)
 	require.Contains(t, kept, "batchSize", "the tick sent c records, so the hub noted their size")
+	require.Contains(t, kept, "namedLeaders", "and noted the leaders c's answer named")
 	require.NotEmpty(t, h.board.peers, "and the board knows c")
 	h.leave(leader.actor) // c left the leader's view, and the leader the hub
 	now = now.Add(boardRetention + boardSweepEvery + time.Second)
