@@ -111,6 +111,7 @@ type hub struct {
 	// by node: the keys its newest answer named, and the leaders among
 	// them (resendNamed)
 	namedLeaders map[gen.Atom]*namedLeaders
+	namesHeard   map[gen.Atom]heardNames // by node: its newest answer's names (heardNames)
 	// how the hub keeps up (inspect): ticks that came more than one
 	// interval after they were due, the latest any came, and the longest
 	// one tick's own work took
@@ -173,6 +174,7 @@ func (h *hub) init() {
 	h.peers = make(map[gen.Atom]hubPeer)
 	h.batchSize = make(map[gen.Atom]int)
 	h.namedLeaders = make(map[gen.Atom]*namedLeaders)
+	h.namesHeard = make(map[gen.Atom]heardNames)
 	h.pingPeers = make(map[gen.Atom]bool)
 	h.pingRTT = make(map[gen.Atom]*pingRTT)
 	h.answers = make(map[gen.Atom]*pendingAnswer)

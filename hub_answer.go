@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"bytes"
 	"slices"
 	"time"
 
@@ -127,13 +128,9 @@ func (h *hub) sendAnswer(node gen.Atom, a *pendingAnswer) {
 }
 
 // answerEpoch is the Epoch and Busy of an answer to hub, node's hub, sent
-// now (pingBoard.answerEpoch).
+// now (pingBoard.answerNames).
 func (h *hub) answerEpoch(node gen.Atom, hub gen.PID) (uint64, []byte) {
-	epoch, busy := h.board.answerEpoch(node, hub)
-	if len(busy) == 0 {
-		return epoch, nil
-	}
-	return epoch, appendKeys(nil, busy...)
+	return h.board.answerNames(node, hub)
 }
 
 // resendNamed has a leader's record go at the next tick when the answers
@@ -186,6 +183,42 @@ func (h *hub) resendNamed(node gen.Atom, busy []uint64, now time.Time) {
 	}
 }
 
+// heardNames reads the keys an answer from node names (its Busy), sorted.
+// readable is false when they are more than maxBusyKeys or do not parse
+// (garbled): keys are then those read before, in the order sent. Most answers name
+// what the one before named, in the same bytes (the board packs its names
+// once, pingPeer.packedLeft): those are not read again, and the list is
+// shared, so nobody changes it.
+func (h *hub) heardNames(node gen.Atom, wire []byte) (keys []uint64, readable, garbled bool) {
+	if len(wire) == 0 {
+		return nil, true, false
+	}
+	if last, ok := h.namesHeard[node]; ok && bytes.Equal(last.wire, wire) {
+		return last.keys, true, false
+	}
+	delete(h.namesHeard, node)
+	r := wireReader{buf: wire}
+	for k, ok := r.nextKey(); ok; k, ok = r.nextKey() {
+		if len(keys) == maxBusyKeys {
+			return keys, false, false
+		}
+		keys = append(keys, k)
+	}
+	if r.malformed {
+		return keys, false, true
+	}
+	slices.Sort(keys)
+	h.namesHeard[node] = heardNames{wire: wire, keys: keys}
+	return keys, true, false
+}
+
+// heardNames are the newest names read from a node's answers, as they
+// came and as read.
+type heardNames struct {
+	wire []byte
+	keys []uint64
+}
+
 // namedLeaders are the keys the newest answer from a node named (the
 // board's list, which nobody changes), which of them were of slots that
 // led then, and the board's leadsGained then (resendNamed).
@@ -231,20 +264,13 @@ func (h *hub) acks(from gen.PID, message msgBeatAcks) {
 			h.slowAnswers++
 		}
 	}
-	var busy []uint64
-	if len(message.Busy) > 0 {
-		r := wireReader{buf: message.Busy}
-		for k, ok := r.nextKey(); ok; k, ok = r.nextKey() {
-			if len(busy) == maxBusyKeys {
-				stamp = pingStamp{} // it names too many to be read: it counts for nobody
-				break
-			}
-			busy = append(busy, k)
-		}
-		if r.malformed {
-			malformed, stamp = true, pingStamp{} // whom it names is not known
-		}
+	busy, readable, garbled := h.heardNames(peer, message.Busy)
+	if readable == false {
+		// whom it names is not known, or it names too many to be read: it
+		// counts for nobody
+		stamp = pingStamp{}
 	}
+	malformed = malformed || garbled
 	index := h.board.answered(peer, message.Epoch, stamp, busy)
 	if last, ok := h.lastEpoch[peer]; ok && last != message.Epoch {
 		h.resync = true // its followers must acknowledge a round again (pings.go)

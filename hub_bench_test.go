@@ -176,3 +176,39 @@ func BenchmarkHubAnswerNamingLeadersThatStoodDown(b *testing.B) {
 		h.resendNamed(peer, named, bench.now)
 	}
 }
+
+// BenchmarkHubAnswerNamingElectionsThatLeft is one answer, both sides, from
+// a node whose board names 6,000 elections that left a leader of the
+// pinging node (as after a cold start at 10,000 elections; pings.go,
+// pingPeer.left) and named the same ones in the answer before: the
+// answering hub builds and sends it, the leaders' hub reads it. An idle
+// node gives and reads about two hundred such answers a second per peer.
+func BenchmarkHubAnswerNamingElectionsThatLeft(b *testing.B) {
+	bench := newHubBench(10000)
+	for range 3 {
+		bench.interval()
+	}
+	leaders, answering := bench.nodes[0], bench.nodes[1]
+	lh, ah := bench.hubs[leaders], bench.hubs[answering]
+	from := lh.process.PID()
+	var named int
+	for _, s := range lh.order {
+		if s.leading || named == 6000 {
+			continue
+		}
+		key := stepKey{hub: from, key: s.key}
+		ah.board.unbind(leaders, key)
+		ah.board.rebind(leaders, key, uint64(named), true)
+		named++
+	}
+	answer := func() {
+		ah.sendAnswer(leaders, &pendingAnswer{to: from, at: bench.now, ping: lh.pings.next(bench.now)})
+		bench.deliver()
+	}
+	answer()
+	answer()
+	b.ResetTimer()
+	for range b.N {
+		answer()
+	}
+}

@@ -562,7 +562,9 @@ func TestHubForgetsEverythingItKeptAboutAGoneNode(t *testing.T) {
 	h.answers[node("c")] = &pendingAnswer{}
 	h.tick()
 	h.resendNamed(node("c"), []uint64{leader.key}, now) // an answer from c named the leader
+	h.heardNames(node("c"), appendKeys(nil, leader.key))
 	kept := atomKeyedMaps(h)
+	require.Contains(t, kept, "namesHeard", "and kept the names as read")
 	require.Contains(t, kept, "batchSize", "the tick sent c records, so the hub noted their size")
 	require.Contains(t, kept, "namedLeaders", "and noted the leaders c's answer named")
 	require.NotEmpty(t, h.board.peers, "and the board knows c")

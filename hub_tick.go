@@ -111,6 +111,7 @@ func (h *hub) forgetGonePeers() {
 			delete(h.answers, node)
 			delete(h.batchSize, node)
 			delete(h.namedLeaders, node)
+			delete(h.namesHeard, node)
 			h.board.forget(node)
 		}
 	}

@@ -130,8 +130,13 @@ type pingPeer struct {
 	// them again (rebound); named in every answer like the unbound. A
 	// raise of the epoch retires them all: no acknowledgement made before
 	// it counts.
-	left    map[leftName]struct{}
-	pongEnd time.Time // the latest end of an answered ping's F
+	left map[leftName]struct{}
+	// leftPacked is left as the answers to one hub carry it, built again
+	// only after left changed: an idle node keeps thousands of names after
+	// a cold start, and walking, sorting and packing them for every
+	// answer cost it more than anything else it did while idle
+	leftPacked packedNames
+	pongEnd    time.Time // the latest end of an answered ping's F
 
 	// this node's hub pinging node's hub
 	replies uint64 // answers counted from node's hub
@@ -142,6 +147,38 @@ type pingPeer struct {
 
 	// node's hub vouching for its leaders (vouch.go)
 	vouch vouchLog
+}
+
+// packedNames are the keys of a pingPeer's left names given by hub,
+// sorted and packed as an answer's Busy. wire is never changed once built
+// (answers in flight share it); valid is false when left changed since.
+type packedNames struct {
+	hub   gen.PID
+	valid bool
+	count int
+	wire  []byte
+}
+
+// packedLeft returns p's left names given by hub, packed; b.mu is held.
+func (p *pingPeer) packedLeft(hub gen.PID) *packedNames {
+	c := &p.leftPacked
+	if c.valid && c.hub == hub {
+		return c
+	}
+	keys := make([]uint64, 0, len(p.left))
+	for name := range p.left {
+		if name.key.hub == hub {
+			// the other keys are of node's earlier hub: the leaders of this
+			// one count no acknowledgement made before they joined it
+			// (hub.add)
+			keys = append(keys, name.key.key)
+		}
+	}
+	// sorted, so that the same names make the same bytes, which the
+	// leaders' hub reads once (hub.heardNames)
+	slices.Sort(keys)
+	*c = packedNames{hub: hub, valid: true, count: len(keys), wire: appendKeys(nil, keys...)}
+	return c
 }
 
 // pongSeen is an answer to a ping: the epoch it carried, its place among
@@ -299,36 +336,33 @@ func (b *pingBoard) epochOf(node gen.Atom) uint64 {
 	return b.peer(node).epoch
 }
 
-// answerEpoch is the epoch an answer to hub, node's hub, carries now, and
-// the keys of that hub's leaders whose followers here are in a step, which
-// the answer names. The epoch is raised first when an election in a step
-// cannot be named to hub: its key is unknown, or was given by another hub.
-func (b *pingBoard) answerEpoch(node gen.Atom, hub gen.PID) (uint64, []uint64) {
+// answerNames is the epoch an answer to hub, node's hub, carries now, and
+// the keys of that hub's leaders whose followers here are in a step or
+// left them, packed as the answer's Busy. The epoch is raised first when
+// an election in a step cannot be named to hub (its key is unknown, or was
+// given by another hub), or when the answer would name more than
+// maxBusyKeys.
+func (b *pingBoard) answerNames(node gen.Atom, hub gen.PID) (uint64, []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p := b.peer(node)
-	var busy []uint64
+	var busy []byte
 	for k := range p.unbound {
-		if k.key == 0 || k.hub != hub || len(busy) == maxBusyKeys {
+		if k.key == 0 || k.hub != hub {
 			b.raise(p)
 			return p.epoch, nil // a new epoch: no acknowledgement made before counts it
 		}
-		busy = append(busy, k.key)
+		busy = appendKeys(busy, k.key)
 	}
-	for name := range p.left {
-		k := name.key
-		if k.hub != hub {
-			// a key of node's earlier hub: the leaders of this one count
-			// no acknowledgement made before they joined it (hub.add)
-			continue
-		}
-		if len(busy) == maxBusyKeys {
-			b.raise(p)
-			return p.epoch, nil
-		}
-		busy = append(busy, k.key)
+	left := p.packedLeft(hub)
+	if len(p.unbound)+left.count > maxBusyKeys {
+		b.raise(p)
+		return p.epoch, nil
 	}
-	return p.epoch, busy
+	if len(busy) == 0 {
+		return p.epoch, left.wire
+	}
+	return p.epoch, append(busy, left.wire...)
 }
 
 // raise moves p's epoch on, which retires the names of the elections that
@@ -337,6 +371,7 @@ func (b *pingBoard) raise(p *pingPeer) {
 	p.epoch++
 	b.raised++
 	clear(p.left)
+	p.leftPacked.valid = false
 }
 
 // unbind counts an election that followed a leader on node as in a step,
@@ -378,6 +413,7 @@ func (b *pingBoard) rebind(node gen.Atom, key stepKey, follower uint64, changed 
 		p.left = make(map[leftName]struct{})
 	}
 	p.left[leftName{key: key, follower: follower}] = struct{}{}
+	p.leftPacked.valid = false
 }
 
 // rebound notes that the hub acknowledged the record of the leader on node
@@ -386,8 +422,16 @@ func (b *pingBoard) rebind(node gen.Atom, key stepKey, follower uint64, changed 
 func (b *pingBoard) rebound(node gen.Atom, key stepKey, follower uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if p := b.peers[node]; p != nil && len(p.left) > 0 {
-		delete(p.left, leftName{key: key, follower: follower})
+	p := b.peers[node]
+	if p == nil {
+		return
+	}
+	name := leftName{key: key, follower: follower}
+	if _, named := p.left[name]; named {
+		// every acknowledgement comes here: only one that ends a name
+		// makes the answers pack their names again
+		delete(p.left, name)
+		p.leftPacked.valid = false
 	}
 }
 
@@ -413,7 +457,9 @@ func (b *pingBoard) answered(node gen.Atom, epoch uint64, ping pingStamp, busy [
 	if ping.at.IsZero() {
 		return p.replies
 	}
-	slices.Sort(busy)
+	if slices.IsSorted(busy) == false {
+		slices.Sort(busy) // a list the hub read once is shared (hub.heardNames)
+	}
 	seen := pongSeen{epoch: epoch, index: p.replies, sent: ping.at, fresh: ping.fresh, busy: busy}
 	var e *epochAnswers
 	if p.nextEpoch > 0 && p.byEpoch[(p.nextEpoch-1)%answerEpochs].epoch == epoch {

@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -593,4 +594,96 @@ func lostLeaderBoundByPings(t *testing.T) *stateHarness {
 	h.advance(20 * time.Millisecond)
 	h.e.now = h.now
 	return h
+}
+
+// answerEpoch is answerNames with the names read back.
+func (b *pingBoard) answerEpoch(node gen.Atom, hub gen.PID) (uint64, []uint64) {
+	epoch, wire := b.answerNames(node, hub)
+	keys, malformed := unpackKeys(wire)
+	if malformed {
+		panic("the board packed names that do not parse")
+	}
+	return epoch, keys
+}
+
+// The names an answer carries are the board's names at that moment, though
+// the board packs its names that left a leader once and reuses them: every
+// change to them (a name added, one ended by an acknowledgement, all
+// retired by a raise) shows in the next answer, to the same hub. Breaks:
+// an answer carries names packed before the change, so a follower that
+// left its leader is not named (the leader counts the pings answered while
+// it follows someone else), or one that came back stays named.
+func TestAnswersNameWhatTheBoardNamesAtTheirTime(t *testing.T) {
+	b := &pingBoard{peers: make(map[gen.Atom]*pingPeer)}
+	hubA := gen.PID{Node: node("a"), ID: 9, Creation: 1}
+	leave := func(key, follower uint64) {
+		k := stepKey{hub: hubA, key: key}
+		b.unbind(node("a"), k)
+		b.rebind(node("a"), k, follower, true)
+	}
+	names := func() []uint64 {
+		_, keys := b.answerEpoch(node("a"), hubA)
+		slices.Sort(keys)
+		return keys
+	}
+	leave(5, 7)
+	require.Equal(t, []uint64{5}, names())
+	require.Equal(t, []uint64{5}, names(), "the same names again")
+	leave(4, 8)
+	assert.Equal(t, []uint64{4, 5}, names(), "a name added")
+	b.rebound(node("a"), stepKey{hub: hubA, key: 4}, 7)
+	assert.Equal(t, []uint64{4, 5}, names(), "an acknowledgement for another election ends no name")
+	b.rebound(node("a"), stepKey{hub: hubA, key: 4}, 8)
+	assert.Equal(t, []uint64{5}, names(), "a name ended")
+	b.unbind(node("a"), stepKey{hub: hubA, key: 6})
+	assert.Equal(t, []uint64{5, 6}, names(), "an election in a step, beside the names")
+	b.rebind(node("a"), stepKey{hub: hubA, key: 6}, 9, false)
+	assert.Equal(t, []uint64{5}, names(), "its step over, unchanged")
+	b.raiseAll()
+	assert.Empty(t, names(), "a raise retires every name")
+	leave(3, 7)
+	assert.Equal(t, []uint64{3}, names(), "and names come again after it")
+}
+
+// The leaders' hub reads an answer's names once while they come in the
+// same bytes, and reads any others afresh; names it cannot read count for
+// nobody however often they come. Breaks: an answer that names other
+// elections in as many bytes is taken for the one before (a leader counts
+// a ping its follower's step was open for), or a garbled list read once
+// is taken as read the next time.
+func TestTheLeadersHubReadsEachAnswersNames(t *testing.T) {
+	p := newPingPair(t)
+	h, from := p.a, node("b")
+	read := func(keys ...uint64) ([]uint64, bool, bool) {
+		return h.heardNames(from, appendKeys(nil, keys...))
+	}
+	keys, readable, garbled := read(5, 3)
+	require.True(t, readable)
+	require.False(t, garbled)
+	assert.Equal(t, []uint64{3, 5}, keys, "sorted")
+	keys, _, _ = read(5, 3)
+	assert.Equal(t, []uint64{3, 5}, keys, "the same again")
+	keys, readable, _ = read(5, 4)
+	assert.True(t, readable)
+	assert.Equal(t, []uint64{4, 5}, keys, "other names in as many bytes")
+	for range 2 {
+		_, readable, garbled = h.heardNames(from, []byte{0xff})
+		assert.False(t, readable, "garbled names count for nobody")
+		assert.True(t, garbled)
+	}
+	many := make([]uint64, maxBusyKeys+1)
+	for i := range many {
+		many[i] = uint64(i + 1)
+	}
+	for range 2 {
+		_, readable, garbled = read(many...)
+		assert.False(t, readable, "too many names count for nobody")
+		assert.False(t, garbled)
+	}
+	keys, readable, _ = read(5, 4)
+	assert.True(t, readable)
+	assert.Equal(t, []uint64{4, 5}, keys)
+	keys, readable, _ = h.heardNames(from, nil)
+	assert.True(t, readable)
+	assert.Empty(t, keys, "no names")
 }
