@@ -1,7 +1,9 @@
 package leader
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -52,8 +54,9 @@ import (
 //     next in the queue is given the turn;
 //   - a turn expires after turnHold, so an election that terminated without
 //     giving its turn back (a killed process) keeps nobody waiting for long,
-//     and an election that waits looks at the gate again after turnHold
-//     whether or not its turn message came;
+//     and the first elections of the queue look at the gate again after
+//     turnHold whether or not their turn message came (those further back
+//     less often, lookAgainAfter);
 //   - while the node is overloaded, at most campaignsWhenLate elections hold
 //     a turn: the node's liveness hub ticked more than an interval late
 //     within the last turnHold (the board's noteLate). A late tick means the
@@ -197,6 +200,18 @@ func (g *campaignGate) release(pid gen.PID, now time.Time, hold time.Duration) (
 	return wake
 }
 
+// ahead is how many places of the queue come before pid's, 0 when it does
+// not wait; g.mu is held. The queue is in ticket order, so a binary search
+// finds the place; places left meanwhile still count.
+func (g *campaignGate) ahead(pid gen.PID) int {
+	ticket, waiting := g.tickets[pid]
+	if waiting == false {
+		return 0
+	}
+	at, _ := slices.BinarySearchFunc(g.queue, ticket, func(w waiter, t uint64) int { return cmp.Compare(w.ticket, t) })
+	return at
+}
+
 // expire ends the turns that outlived their hold; g.mu is held.
 func (g *campaignGate) expire(now time.Time, hold time.Duration, wake []gen.PID) []gen.PID {
 	for pid, t := range g.holders {
@@ -270,6 +285,9 @@ func forgetGate(node gen.Node) {
 type turnGate interface {
 	acquire(pid gen.PID, now time.Time, hold time.Duration) (ok bool, wake []gen.PID)
 	release(pid gen.PID, now time.Time, hold time.Duration) (wake []gen.PID)
+	// ahead is how many places of the queue come before pid's (0 when it
+	// does not wait): an upper bound, places left meanwhile included
+	ahead(pid gen.PID) int
 }
 
 // nodeTurns is the gate of one node of this OS process, handing out limit
@@ -285,6 +303,12 @@ func (n nodeTurns) acquire(pid gen.PID, now time.Time, hold time.Duration) (bool
 
 func (n nodeTurns) release(pid gen.PID, now time.Time, hold time.Duration) []gen.PID {
 	return releaseTurn(n.node, n.limit, pid, now, hold)
+}
+
+func (n nodeTurns) ahead(pid gen.PID) int {
+	g := lockGate(n.node, n.limit)
+	defer g.mu.Unlock()
+	return g.ahead(pid)
 }
 
 // turnsOf is the gate of node handing out limit turns, or
@@ -310,10 +334,31 @@ func (e *election) takeTurn() bool {
 		return true
 	}
 	e.campaignsQueued++
-	e.electionDeadline = e.now.Add(turnHold(e.cfg) + e.randomTimeout())
+	e.electionDeadline = e.now.Add(lookAgainAfter(e.cfg, e.turns.ahead(e.self)) + e.randomTimeout())
 	e.armElectionTimer(e.electionDeadline)
 	return false
 }
+
+// lookAgainAfter is how long an election that waits for a turn, with
+// ahead places of the queue before its own, sleeps before it looks at the
+// gate again should its turn message never come: a turnHold for the
+// first campaignsInFlight waiters, and one more for each campaignsInFlight
+// places further back, up to maxTurnLooks turnHolds.
+//
+// The look is a fallback. A waiter's turn comes by message, given by the
+// election that ends a turn or by anyone who finds a turn expired when
+// they ask; only when every holder died and nobody asks does somebody
+// have to look, and the first waiters do that within a turnHold. At a cold
+// start of 10,000 elections per node thousands wait at once, and each look
+// is a step of the waiter's actor: every waiter looking every turnHold
+// kept the nodes' cores busy with looks at a queue that had not moved.
+func lookAgainAfter(cfg config, ahead int) time.Duration {
+	return turnHold(cfg) * time.Duration(1+min(ahead/campaignsInFlight, maxTurnLooks-1))
+}
+
+// maxTurnLooks bounds the waits of lookAgainAfter, in turnHolds: 8, about
+// 5 s at the defaults.
+const maxTurnLooks = 8
 
 // turnCame handles campaignTurn: the election campaigns now if it still
 // has no leader and is not campaigning already; otherwise it gives the

@@ -152,6 +152,7 @@ func TestGateForgetsANodeNobodyWaitsOn(t *testing.T) {
 type fullGate struct {
 	asked, released int
 	grant           bool
+	waiting         int // places before the asker's
 }
 
 func (g *fullGate) acquire(pid gen.PID, now time.Time, hold time.Duration) (bool, []gen.PID) {
@@ -163,6 +164,8 @@ func (g *fullGate) release(pid gen.PID, now time.Time, hold time.Duration) []gen
 	g.released++
 	return []gen.PID{gatePID(9)}
 }
+
+func (g *fullGate) ahead(pid gen.PID) int { return g.waiting }
 
 func TestAnElectionWithoutATurnWaitsForIt(t *testing.T) {
 	h := newStateHarness(t, Options{}, "b", "c")
@@ -402,4 +405,53 @@ func TestHandoverSkipsAMemberWithoutAConnection(t *testing.T) {
 	h.advance(time.Millisecond)
 	h.recv("c", msgHeartbeatAck{ClusterID: "c", Term: h.e.term, Round: h.e.round})
 	assert.Equal(t, node("c"), h.e.handover(h.now, "test", nil), "without the check: the one heard last")
+}
+
+// A waiter looks at the gate again after a turnHold when it is among the
+// first campaignsInFlight of the queue, and later the further back it
+// waits, up to maxTurnLooks turnHolds; its turn still comes by message as
+// soon as it is its. Breaks: thousands of waiters of a cold start each
+// take a step every turnHold to find the queue unmoved (the first one
+// fails), or the first waiters sleep for longer than a turnHold and a
+// gate whose holders all died stays shut (the second), or a waiter sleeps
+// without bound (the third).
+func TestWaitersFurtherBackLookAtTheGateLessOften(t *testing.T) {
+	node, hold := nodeTurns{node: newGateNode(t), limit: 1}, time.Second
+	ok, _ := node.acquire(gatePID(1), t0, hold)
+	require.True(t, ok)
+	const waiters = campaignsInFlight * (maxTurnLooks + 2)
+	for id := uint64(2); id <= waiters+1; id++ {
+		ok, _ := node.acquire(gatePID(id), t0, hold)
+		require.False(t, ok)
+	}
+	assert.Zero(t, node.ahead(gatePID(1)), "a holder does not wait")
+	assert.Zero(t, node.ahead(gatePID(2)), "the first waiter")
+	assert.Equal(t, 9, node.ahead(gatePID(11)))
+	assert.Zero(t, node.ahead(gatePID(waiters+5)), "nor does an election the gate never saw")
+
+	cfg := mustResolve(t, Options{ClusterID: "c"})
+	first := lookAgainAfter(cfg, node.ahead(gatePID(2)))
+	assert.Equal(t, turnHold(cfg), first, "the first waiters look after a turnHold")
+	assert.Equal(t, turnHold(cfg), lookAgainAfter(cfg, campaignsInFlight-1))
+	assert.Greater(t, lookAgainAfter(cfg, node.ahead(gatePID(waiters/2))), first, "those further back, later")
+	assert.Equal(t, maxTurnLooks*turnHold(cfg), lookAgainAfter(cfg, node.ahead(gatePID(waiters+1))), "up to maxTurnLooks turnHolds")
+	assert.Equal(t, maxTurnLooks*turnHold(cfg), lookAgainAfter(cfg, 1<<30))
+
+	// the queue moves: the first waiter's turn, and 3 is first now
+	assert.Equal(t, []gen.PID{gatePID(2)}, node.release(gatePID(1), t0, hold))
+	assert.Zero(t, node.ahead(gatePID(3)))
+}
+
+// An election that waits far back in the queue arms its election timer
+// for its later look, and campaigns when its turn's message comes.
+func TestAWaiterFarBackSleepsLongerAndStillCampaignsOnItsTurn(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	gate := &fullGate{waiting: campaignsInFlight * maxTurnLooks}
+	h.e.turns = gate
+	h.expireElection()
+	require.True(t, h.e.awaitsTurn)
+	assert.False(t, h.e.electionDeadline.Before(h.now.Add(maxTurnLooks*turnHold(h.e.cfg))), "far back: it looks again after maxTurnLooks turnHolds")
+	gate.grant = true
+	h.e.turnCame(h.now)
+	assert.Len(t, sentTo[msgPreVote](h.e.takeEffects(), "b"), 1, "its turn came: it campaigns")
 }
