@@ -59,6 +59,7 @@ type plan struct {
 	// section procs
 	procsSizes []int         // elections per run, every node its own process
 	procsIdle  time.Duration // the idle window
+	procsStall time.Duration // every node process stopped this long after the idle window; 0: not
 
 	log   io.Writer
 	logMu sync.Mutex
@@ -84,6 +85,7 @@ func parsePlan(args []string, log io.Writer) (*plan, error) {
 	huge := fs.Int("huge", -1, "section coalesce: elections of the coalesced-only large run (default 10,000; 0 skips it)")
 	procs := fs.String("procs", "", "section procs: comma-separated election counts, every node its own OS process (default 1000,10000)")
 	fs.DurationVar(&p.procsIdle, "procs-idle", time.Minute, "section procs: the idle window")
+	fs.DurationVar(&p.procsStall, "procs-stall", 0, "section procs: after the idle window, stop every node process for this long at once (SIGSTOP), as a host that holds the machine's CPUs back does, and measure until every election is led again; 0 skips it")
 	coalescedOnly := fs.Bool("coalesced-only", false, "section coalesce: measure the coalesced mode only, not DisableCoalescing")
 	fs.BoolVar(&symmetricLoss, "symmetric", false, "sections handover, coalesce and procs: every election with Options.AssumeSymmetricConnectionLoss, the opt-in fast path, to compare with the default")
 	fs.Usage = func() {

@@ -13,7 +13,8 @@ import (
 
 // Section 6c: many elections on three nodes, every node an OS process of
 // its own, coalesced liveness at the default timings. Each size is one
-// cold start, an idle window and a SIGKILL of the node that leads the most
+// cold start, an idle window, with -procs-stall a stop of every node
+// process at once, and a SIGKILL of the node that leads the most
 // elections.
 
 const procsTitle = "6c. Many elections, every node its own OS process"
@@ -26,7 +27,17 @@ type procsRun struct {
 	costs    [2][]procCost // per node, at the window's start and end
 	heaps    []uint64      // per node, live heap as the last collection found it
 	changes  int           // HandleBecomeLeader calls in the idle window
+	stall    *procsStall
 	crash    *procsCrash
+	err      error
+}
+
+// procsStall is every node process stopped at once, then resumed.
+type procsStall struct {
+	length   time.Duration
+	changes  int             // HandleBecomeLeader calls from the stall to all led again
+	ledAgain time.Duration   // the resumption -> every election agreed on a leader again
+	cpu      []time.Duration // per node, over the same time
 	err      error
 }
 
@@ -123,12 +134,74 @@ func measureProcs(p *plan, clusters int) (r procsRun) {
 	if p.interrupted() {
 		return r
 	}
+	if p.procsStall > 0 {
+		r.stall = stallProcs(p, c)
+		if r.stall.err != nil {
+			p.progress("procs: %d elections: stall: %v", clusters, r.stall.err)
+		} else {
+			p.progress("procs: %d elections: every node process stopped for %s: %d leader changes, all led again %.2f s after they resumed, CPU per node %v",
+				clusters, p.procsStall, r.stall.changes, r.stall.ledAgain.Seconds(), r.stall.cpu)
+		}
+		if p.interrupted() {
+			return r
+		}
+		p.sleep(p.idleSettle)
+		tallied = c.tally(-1, time.Time{}) // the crash's counters start after the stall
+	}
 	r.crash = crashProcs(p, c, tallied)
 	d := newDist(r.crash.took)
 	p.progress("procs: %d elections: leaders per node %v; killed a node leading %d; led again %d, p50 %s ms, p99 %s ms, max %s ms; %d failovers of more than one term, %d others disturbed, %d without a leader at the end",
 		clusters, r.crash.perNode, r.crash.led, len(r.crash.took), ms(d.pct(50)), ms(d.pct(99)), ms(d.max()), r.crash.splits, r.crash.disturbed, r.crash.lost)
 	c.reportWarnings(p)
 	return r
+}
+
+// stallProcs stops every node process for p.procsStall at once and waits
+// until every election is led again. Such a stall ends every leadership
+// whose holding lease runs out during it (docs/safety.md: a leader cannot
+// tell a stall of its own from everybody's), so what it measures is the
+// price afterwards: how long re-electing every election takes, and what
+// it costs each node. The callbacks of the first two seconds after the
+// resumption are let land before the agreement is read.
+func stallProcs(p *plan, c *procCluster) *procsStall {
+	s := &procsStall{length: p.procsStall}
+	leads := c.leadCount()
+	pre, err := c.cost()
+	if err != nil {
+		s.err = err
+		return s
+	}
+	for _, n := range c.nodes {
+		if pause(n.cmd.Process) == false {
+			s.err = fmt.Errorf("node processes cannot be stopped on this system")
+			for _, n := range c.nodes {
+				resume(n.cmd.Process)
+			}
+			return s
+		}
+	}
+	time.Sleep(p.procsStall)
+	for _, n := range c.nodes {
+		resume(n.cmd.Process)
+	}
+	resumed := time.Now()
+	p.sleep(2 * time.Second)
+	last, _, err := c.waitAllLed(resumed, p.ledWithin)
+	if err != nil {
+		s.err = fmt.Errorf("after the stall: %w", err)
+		return s
+	}
+	s.ledAgain = max(last.Sub(resumed), 0)
+	s.changes = c.leadCount() - leads
+	post, err := c.cost()
+	if err != nil {
+		s.err = err
+		return s
+	}
+	for i := range pre {
+		s.cpu = append(s.cpu, (post[i].CPU - pre[i].CPU).Round(10*time.Millisecond))
+	}
+	return s
 }
 
 // crashProcs kills the node process that leads the most elections and
@@ -269,7 +342,7 @@ func (r procsRun) maxCPU() float64 {
 func procsReport(p *plan, runs []procsRun) (string, []summaryRow) {
 	var b strings.Builder
 	var rows []summaryRow
-	fmt.Fprintf(&b, "Three nodes, each an OS process of its own (this program again), talking TCP on loopback with the framework's own handshake and no proxy; every election has a member on each node, coalesced liveness, default timings. Each size is one cold start (every node spawns its members at once), a settle of %s, an idle window of %s, and a SIGKILL of the node process that leads the most elections. Each node reports its own CPU (getrusage), resident set, live heap as its last collection found it (none is forced: a forced one runs the node's timers late) and the framework's message counters; the times come from the members' callbacks, stamped in their processes.\n\n", p.idleSettle, p.procsIdle)
+	fmt.Fprintf(&b, "Three nodes, each an OS process of its own (this program again), talking TCP on loopback with the framework's own handshake and no proxy; every election has a member on each node, coalesced liveness, default timings. Each size is one cold start (every node spawns its members at once), a settle of %s, an idle window of %s, with -procs-stall a stop of every node process at once, and a SIGKILL of the node process that leads the most elections. Each node reports its own CPU (getrusage), resident set, live heap as its last collection found it (none is forced: a forced one runs the node's timers late) and the framework's message counters; the times come from the members' callbacks, stamped in their processes.\n\n", p.idleSettle, p.procsIdle)
 	for _, r := range runs {
 		fmt.Fprintf(&b, "### %s elections\n\n", thousands(r.clusters))
 		if r.err != nil && len(r.costs[1]) == 0 {
@@ -291,6 +364,14 @@ func procsReport(p *plan, runs []procsRun) (string, []summaryRow) {
 		if in, ok := inProcessMany[r.clusters]; ok && in.idleMeasured {
 			fmt.Fprintf(&b, "\nSide by side, section 6b's run of the same size in this invocation, all three nodes in one process (with the lab's proxies): %s of one core for the whole process, %.1f messages per node pair and interval, %d leader changes in its %s idle window; here the busiest node took %.1f%%.\n",
 				cpuPct(in.idle), in.msgsPerPairInterval(), in.changes, in.idle.elapsed.Round(time.Second), 100*r.maxCPU())
+		}
+		if st := r.stall; st != nil {
+			if st.err != nil {
+				fmt.Fprintf(&b, "\nThe stall: every node process stopped for %s at once: %v.\n", st.length, st.err)
+			} else {
+				fmt.Fprintf(&b, "\nThe stall: every node process stopped for %s at once (SIGSTOP, then SIGCONT), as a host that holds the machine's CPUs back stops them; every leader whose holding lease ran out meanwhile stood down. %d leader changes; every election led again %.2f s after the processes resumed; CPU per node over that time %s.\n",
+					st.length, st.changes, st.ledAgain.Seconds(), durationsText(st.cpu))
+			}
 		}
 		if k := r.crash; k != nil {
 			d := newDist(k.took)
@@ -332,6 +413,10 @@ func procsRows(r procsRun) []summaryRow {
 		{key("all led after a cold start"), "<= 30 s", fmt.Sprintf("%.1f s", r.allLed.Seconds()), verdict(r.allLed <= 30*time.Second)},
 		{key("leader changes in the idle window"), "0", fmt.Sprint(r.changes), verdict(r.changes == 0)},
 		{key("idle CPU, busiest node"), fmt.Sprintf("<= %.0f%% of one core", 100*cpuTarget), fmt.Sprintf("%.1f%%", 100*r.maxCPU()), verdict(r.maxCPU() <= cpuTarget)},
+	}
+	if st := r.stall; st != nil && st.err == nil {
+		rows = append(rows, summaryRow{key(fmt.Sprintf("every node process stopped %s, led again", st.length)), "-",
+			fmt.Sprintf("%.1f s after they resumed, %d leader changes", st.ledAgain.Seconds(), st.changes), "reported"})
 	}
 	if k := r.crash; k != nil {
 		d := newDist(k.took)
@@ -414,4 +499,13 @@ func (c *procCluster) tallyDelta(before, after [][]uint64) string {
 		nodes = append(nodes, fmt.Sprintf("node %d: %s", i+1, strings.Join(parts, ", ")))
 	}
 	return strings.Join(nodes, "; ")
+}
+
+// durationsText lists durations, comma-separated.
+func durationsText(ds []time.Duration) string {
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, d.String())
+	}
+	return strings.Join(parts, ", ")
 }
