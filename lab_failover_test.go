@@ -303,48 +303,58 @@ func TestLabFollowersThatLostEachOtherForAMomentKeepEachOther(t *testing.T) {
 	lab.Require(t)
 	tm := labFastTimings
 	tm.ghost = 2000
-	c, leader, term := labStartSettled(t, 3, tm.params(3))
-	all := c.All()
+	// a node process that was not scheduled for half an election timeout,
+	// or a leader whose quorum's acknowledgements came later than its
+	// lease allows (a loaded box: the leader's links were not cut), moves
+	// the leader whatever the blip did: such an attempt proves nothing,
+	// and labRetry runs it again (it fails when every attempt was so)
+	labRetry(t, lab.Config{Nodes: 3, Params: tm.params(3)}, tm, func(s *labScenario) {
+		c := s.Cluster
+		all := c.All()
+		leader, term := c.AwaitAgreement(labConverge, all...)
+		labAwaitViews(c, labConverge, 3, all...)
+		s.expectLeaseKept(leader)
 
-	f := c.All(leader)
-	names := []string{c.Node(f[0]).Name, c.Node(f[1]).Name}
-	labUnlist(t, c, names[1], f[0])
-	labUnlist(t, c, names[0], f[1])
-	cutAt := time.Now()
-	c.CutFast(f[0], f[1])
-	c.Await(labConverge, "each follower lists the other as unreachable", func() (bool, string) {
-		for k, i := range f {
-			if s := c.Node(i).Status(); strings.Contains(s.Inspect["ergo:unreachable"], names[1-k]) == false {
-				return false, labDescribe(c, f)
+		f := c.All(leader)
+		names := []string{c.Node(f[0]).Name, c.Node(f[1]).Name}
+		labUnlist(t, c, names[1], f[0])
+		labUnlist(t, c, names[0], f[1])
+		cutAt := time.Now()
+		c.CutFast(f[0], f[1])
+		c.Await(labConverge, "each follower lists the other as unreachable", func() (bool, string) {
+			for k, i := range f {
+				if st := c.Node(i).Status(); strings.Contains(st.Inspect["ergo:unreachable"], names[1-k]) == false {
+					return false, labDescribe(c, f)
+				}
 			}
+			return true, ""
+		})
+		c.Heal(f[0], f[1])
+		healedAt := time.Now()
+		// Hold the views until well past the end of GhostTTL counted from
+		// the cut: that is when a ghost nobody probed would have been
+		// dropped.
+		end := cutAt.Add(tm.ghostTTL() + 2*tm.electionMax())
+		s.steady(cutAt, time.Until(end), "every view at three", func() (bool, string) {
+			for _, i := range all {
+				if st := c.Node(i).Status(); st.Err != "" || st.ViewSize() != 3 {
+					return false, fmt.Sprintf("%s after the heal (%s after the cut), a view shrank: %s", labMs(time.Since(healedAt)), labMs(time.Since(cutAt)), labDescribe(c, all))
+				}
+			}
+			return true, ""
+		})
+		c.Await(labConverge, "no member unreachable", func() (bool, string) {
+			for _, i := range all {
+				if st := c.Node(i).Status(); st.Inspect["ergo:unreachable"] != "" {
+					return false, labDescribe(c, all)
+				}
+			}
+			return true, ""
+		})
+		if l, now, ok, description := c.Agreement(all...); ok == false || l != leader || now != term {
+			s.disrupted(cutAt, "a blip between two followers must not move the leader or the term: "+description)
 		}
-		return true, ""
 	})
-	c.Heal(f[0], f[1])
-	healedAt := time.Now()
-	// Hold the views until well past the end of GhostTTL counted from the
-	// cut: that is when a ghost nobody probed would have been dropped.
-	end := cutAt.Add(tm.ghostTTL() + 2*tm.electionMax())
-	for time.Now().Before(end) {
-		for _, i := range all {
-			s := c.Node(i).Status()
-			if s.Err != "" || s.ViewSize() != 3 {
-				t.Fatalf("%s after the heal (%s after the cut), a view shrank: %s", labMs(time.Since(healedAt)), labMs(time.Since(cutAt)), labDescribe(c, all))
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	c.Await(labConverge, "no member unreachable", func() (bool, string) {
-		for _, i := range all {
-			if s := c.Node(i).Status(); s.Inspect["ergo:unreachable"] != "" {
-				return false, labDescribe(c, all)
-			}
-		}
-		return true, ""
-	})
-	if l, tmNow, ok, description := c.Agreement(all...); ok == false || l != leader || tmNow != term {
-		t.Errorf("a blip between two followers must not move the leader or the term: %s", description)
-	}
 }
 
 // Set MinClusterSize / No leader below the floor, a node that is gone for
