@@ -185,10 +185,15 @@ func (h *hub) resendNamed(node gen.Atom, busy []uint64, now time.Time) {
 
 // heardNames reads the keys an answer from node names (its Busy), sorted.
 // readable is false when they are more than maxBusyKeys or do not parse
-// (garbled): keys are then those read before, in the order sent. Most answers name
-// what the one before named, in the same bytes (the board packs its names
-// once, pingPeer.packedLeft): those are not read again, and the list is
-// shared, so nobody changes it.
+// (garbled): keys are then those read before, in the order sent.
+//
+// Most answers name what the one before named, in the same bytes (the
+// board packs its names once, pingPeer.packedLeft): those are not read
+// again, and the list is shared, so nobody changes it. Keeping wire is
+// safe because nobody changes it either: the framework decodes every
+// []byte of a message from another node into a copy of its own (its
+// network buffers go back to a pool), and a sender in this OS process
+// hands over the board's packed list, which is never written again.
 func (h *hub) heardNames(node gen.Atom, wire []byte) (keys []uint64, readable, garbled bool) {
 	if len(wire) == 0 {
 		return nil, true, false
