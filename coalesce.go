@@ -158,23 +158,16 @@ type slot struct {
 	// hub's tick pass a slot by without taking its lock: a follower whose
 	// parked timers are not due before then (hub.tick). The hub sets it
 	// after a visit that found nothing to do; the actor clears it whenever
-	// it shares or parks anything new (share, park), since only that can
+	// it shares or parks anything new (share, park: visitSoon, which tells
+	// the hub's wheel, quietwheel.go), since only that can
 	// bring a due time earlier: what the hub records itself (beats) only
 	// moves them later. It points into a block of cells the hub keeps in
 	// the order of its slots (hub.quietCell, hub.orderQuiet), so that a
 	// tick reads the quiet followers' times from adjacent memory instead
-	// of visiting each slot; until the hub adds the slot it is nil and
-	// quiet() uses own. The pointer changes under mu.
+	// of visiting each slot; until the hub adds the slot it is nil (the
+	// hub's first tick after the add visits it). The pointer changes
+	// under mu.
 	quietUntil *quietCell
-	own        atomic.Int64
-}
-
-// quiet returns the slot's quietUntil; s.mu is held.
-func (s *slot) quiet() *atomic.Int64 {
-	if s.quietUntil == nil {
-		return &s.own
-	}
-	return &s.quietUntil.until
 }
 
 // quietCell is a slot's quiet time, in a block of adjacent cells the hub
@@ -190,6 +183,22 @@ type quietCell struct {
 	until atomic.Int64
 	waits vouchedDue
 	leads *leaseDue // a leader's, likewise (passLeader)
+	// the hub's wheel (quietwheel.go), which a cleared quiet time must
+	// reach, and the slot the cell is for; set before the slot gets it
+	wheel *quietWheel
+	slot  *slot
+	gone  bool   // the slot left the hub; the hub's goroutine
+	read  uint64 // the wheel's last read that returned it; likewise
+}
+
+// visitSoon has the hub visit the slot at its next tick; s.mu is held.
+// Only the first clearing since the hub's last visit tells the wheel:
+// until that visit the cell is on its way there already.
+func (s *slot) visitSoon() {
+	cell := s.quietUntil
+	if cell != nil && cell.until.Swap(0) != 0 && cell.wheel != nil {
+		cell.wheel.wake(cell)
+	}
 }
 
 // followerLink is the hub's record of one follower node of a leader.
@@ -293,7 +302,7 @@ func (s *slot) settle(acksSeen, carriedSeen uint64) sharedView {
 	}
 	vouched := s.vouchedAt() // before the follow permission goes
 	if s.leading {
-		s.quiet().Store(0) // the hub's next tick looks at a leader in a step (vouch.go)
+		s.visitSoon() // the hub's next tick looks at a leader in a step (vouch.go)
 	}
 	s.follow, s.followTerm = gen.PID{}, 0
 	s.lead, s.inStep = false, true
@@ -431,7 +440,7 @@ func (s *slot) share(g grant) {
 		s.board.leadsGained.Add(1) // after mayLead: the hub that sees it sees mayLead (resendNamed)
 	}
 	s.stepSeen = time.Time{} // the step ended: the next one has a grace of its own
-	s.quiet().Store(0)
+	s.visitSoon()
 	s.followers = g.followers
 	s.relink()
 	s.round = max(s.round, g.round)

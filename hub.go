@@ -81,6 +81,10 @@ type hub struct {
 	// of adjacent cells (quietCell)
 	orderQuiet []*quietCell
 	quietFree  []quietCell // the rest of the newest block
+	// wheel files the cells by quiet time, so that most ticks read only
+	// those due (quietwheel.go); dueCells is its last answer, reused
+	wheel    quietWheel
+	dueCells []*quietCell
 	// vouchSeen is the board's vouching of every node as a tick began,
 	// and answerSeen its answers to this hub's pings (passFollower,
 	// passLeader)
@@ -274,9 +278,11 @@ func (h *hub) add(s *slot) {
 	h.slots[s.actor] = s
 	h.linger.busy()
 	cell := h.quietCell()
+	cell.wheel, cell.slot = &h.wheel, s
 	s.mu.Lock()
 	s.wave = &h.wave
 	s.quietUntil = cell // 0: the first tick visits it
+	h.wheel.file(cell, 0)
 	// this hub has vouched for nothing yet: a leader's first round here
 	// goes as a record (vouch.go)
 	s.needBeat, s.vouched = true, false
@@ -310,6 +316,9 @@ func (h *hub) leave(actor gen.PID) {
 	delete(h.slots, actor)
 	delete(h.byKey, s.key)
 	s.mu.Lock()
+	if s.quietUntil != nil {
+		s.quietUntil.gone = true // the wheel drops it
+	}
 	if s.vouched {
 		h.raise = true // its followers must stop being vouched for (vouch.go)
 	}

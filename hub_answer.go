@@ -177,7 +177,7 @@ func (h *hub) resendNamed(node gen.Atom, busy []uint64, now time.Time) {
 		s.mu.Lock()
 		if s.lead && s.needBeat == false && now.Sub(s.namedResend) >= s.interval {
 			s.needBeat, s.namedResend = true, now
-			s.quiet().Store(0) // the next tick visits it
+			s.visitSoon()
 		}
 		s.mu.Unlock()
 	}

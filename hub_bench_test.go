@@ -22,16 +22,21 @@ type hubBench struct {
 }
 
 func newHubBench(elections int) *hubBench {
+	return newTimedHubBench(elections, 50*time.Millisecond, 0)
+}
+
+// newTimedHubBench is newHubBench with the hubs ticking every interval and
+// the leaders' records going every beat (0: at every tick).
+func newTimedHubBench(elections int, interval, beat time.Duration) *hubBench {
 	b := &hubBench{now: t0, hubs: make(map[gen.Atom]*hub), procs: make(map[gen.Atom]*scriptedProcess)}
 	for _, name := range []string{"a", "b", "c"} {
 		n := node(name)
 		b.nodes = append(b.nodes, n)
 		p := &scriptedProcess{self: gen.PID{Node: n, ID: 3, Creation: 1}}
-		h := &hub{process: p, clock: func() time.Time { return b.now }}
+		h := &hub{process: benchProcess{p}, clock: func() time.Time { return b.now }}
 		h.init()
 		b.hubs[n], b.procs[n] = h, p
 	}
-	interval := 50 * time.Millisecond
 	for i := range elections {
 		cluster := fmt.Sprintf("c%d", i)
 		members := make(map[gen.Atom]gen.PID)
@@ -40,7 +45,7 @@ func newHubBench(elections int) *hubBench {
 		}
 		lead := b.nodes[i%len(b.nodes)]
 		for _, n := range b.nodes {
-			s := &slot{cluster: cluster, actor: members[n], interval: interval}
+			s := &slot{cluster: cluster, actor: members[n], interval: interval, beatEvery: beat, board: b.hubs[n].board}
 			if n == lead {
 				followers := make(map[gen.Atom]gen.PID)
 				for _, f := range b.nodes {
@@ -50,6 +55,7 @@ func newHubBench(elections int) *hubBench {
 				}
 				s.share(grant{lead: true, leadTerm: 1, followers: followers})
 				s.park(timerLease, parkedTimer{generation: 1, at: b.now.Add(140 * time.Millisecond), lease: 140 * time.Millisecond, need: 1}, b.now, parkHorizon(interval))
+				s.fresh = 3 * interval
 			} else {
 				s.share(grant{follow: members[lead], followTerm: 1})
 				s.park(timerElection, parkedTimer{generation: 1, at: b.now.Add(200 * time.Millisecond), slack: 200 * time.Millisecond}, b.now, parkHorizon(interval))
@@ -58,6 +64,15 @@ func newHubBench(elections int) *hubBench {
 		}
 	}
 	return b
+}
+
+// benchProcess is a hub's process in the benchmarks: what it sends later
+// (its next tick, a parked timer's wake) is kept with its addressee, as
+// what it sends now, so that deliver can tell them apart.
+type benchProcess struct{ *scriptedProcess }
+
+func (p benchProcess) SendAfter(to any, message any, after time.Duration) (gen.CancelFunc, error) {
+	return nil, p.Send(to, message)
 }
 
 // interval runs one tick on every hub and delivers what they send to each
@@ -128,6 +143,47 @@ func BenchmarkHubInterval(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkHubIdleTick is one liveness interval of 10,000 idle elections
+// on three nodes at the default timings (the hubs tick every 5 ms, the
+// records go at the refresh), all hubs together: the ticks, their pings
+// and answers, as in a node process of section 6c between refreshes. The
+// tables are cold, as in BenchmarkHubInterval. It reports the slots each
+// tick of a hub visited (took the lock of) and passed by on the pings.
+func BenchmarkHubIdleTick(b *testing.B) {
+	bench := newTimedHubBench(10000, 5*time.Millisecond, 50*time.Millisecond)
+	tick := func() {
+		bench.now = bench.now.Add(5 * time.Millisecond)
+		for _, n := range bench.nodes {
+			bench.hubs[n].tick()
+		}
+		bench.deliver()
+		bench.deliver()
+	}
+	for range 400 {
+		tick() // past the first refresh: the pings carry the followers
+	}
+	evict := make([]byte, 64<<20)
+	var visits, passed uint64
+	for _, h := range bench.hubs {
+		visits, passed = visits-h.visits, passed-h.passed
+	}
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		for i := 0; i < len(evict); i += 64 {
+			evict[i]++
+		}
+		b.StartTimer()
+		tick()
+	}
+	for _, h := range bench.hubs {
+		visits, passed = visits+h.visits, passed+h.passed
+	}
+	ticks := float64(b.N * len(bench.hubs))
+	b.ReportMetric(float64(visits)/ticks, "visits/tick")
+	b.ReportMetric(float64(passed)/ticks, "passes/tick")
 }
 
 // The benchmark's hubs do carry every round: the elections' leases stay

@@ -472,6 +472,47 @@ func TestHubQuietTimesStayWithTheirSlotsWhenOneLeaves(t *testing.T) {
 	assert.NotContains(t, p.sent, hubWake{Kind: timerElection, Generation: 1}, "a's timer is not near yet")
 }
 
+// Between the ticks that read every slot, the hub reads only what its
+// wheel has due (quietwheel.go): a slot that joined since is visited at the
+// next tick, and its timer fires; a slot that left is not visited again,
+// though its actor parked a timer after it left. Breaks: a new slot not
+// filed with the wheel (its timer waits for the next refresh, a second
+// away), or a left slot's cell kept in it.
+func TestHubVisitsASlotThatJoinedBetweenTicksAndNoneThatLeft(t *testing.T) {
+	now := t0
+	interval := 5 * time.Millisecond
+	horizon := parkHorizon(interval)
+	newSlot := func(name string) *slot {
+		return &slot{cluster: "c-" + name, actor: pid(name), interval: interval, beatEvery: 50 * time.Millisecond}
+	}
+	a, gone := newSlot("a"), newSlot("g")
+	h, p := newTestHub(a, gone)
+	h.clock = func() time.Time { return now }
+	for _, s := range []*slot{a, gone} {
+		_, parked := s.park(timerElection, parkedTimer{generation: 1, at: t0.Add(time.Second)}, now, horizon)
+		require.True(t, parked)
+	}
+	h.tick() // the first tick reads every slot
+	now = now.Add(interval)
+	h.tick()
+	visits := h.visits
+
+	joined := newSlot("j")
+	joined.relink()
+	h.add(joined)
+	_, parked := joined.park(timerElection, parkedTimer{generation: 7, at: now.Add(horizon + 2*time.Millisecond)}, now, horizon)
+	require.True(t, parked)
+	h.leave(gone.actor)
+	_, parked = gone.park(timerElection, parkedTimer{generation: 8, at: now.Add(horizon + 2*time.Millisecond)}, now, horizon)
+	require.True(t, parked)
+	p.sent, p.sentTo = nil, nil
+	now = now.Add(interval)
+	h.tick()
+	require.Equal(t, visits+1, h.visits, "a tick between refreshes visits the joined slot alone")
+	assert.Contains(t, p.sent, hubWake{Kind: timerElection, Generation: 7}, "the joined slot's timer fires")
+	assert.NotContains(t, p.sent, hubWake{Kind: timerElection, Generation: 8}, "the slot that left is not visited")
+}
+
 // A follower's slot with nothing due is passed by at the hub's ticks
 // without taking its lock (slot.quietUntil) until its parked timer comes
 // within the horizon, and the timer still fires on time; whatever the

@@ -11,7 +11,8 @@ import (
 // The hub's tick: every liveness interval it pings each node its leaders'
 // rounds go to, sends the records that must go (vouch.go) and fires the
 // parked timers that are due (parking.go), passing by the slots whose
-// timers only wait on the pings.
+// timers only wait on the pings, and not even reading the slots with
+// nothing due (quietwheel.go).
 
 // armTick schedules the next tick one liveness interval from now, under a
 // new generation, so that a tick left over from an earlier arming is
@@ -163,15 +164,39 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 		h.board.answersSeen(h.answerSeen)
 	}
 	var oldLeads *leaseDue
-	// a tick passes h.order, whose quiet times are h.orderQuiet
-	for i, s := range slots {
+	// A tick that looks at every leader reads every cell: h.order, whose
+	// quiet times are h.orderQuiet, as the wheel's reads come to the same
+	// (they are skipped before it, so that a wake during it is kept). The
+	// other ticks read only the cells the wheel has due (quietwheel.go).
+	walk := ticking == false || everyLeader
+	if ticking {
+		h.dueCells = h.wheel.due(now, h.dueCells)
+	}
+	count := len(slots)
+	if walk == false {
+		count = len(h.dueCells)
+	}
+	for i := range count {
+		var s *slot
+		var cell *quietCell
+		switch {
+		case walk == false:
+			cell = h.dueCells[i]
+			s = cell.slot
+		case ticking:
+			s, cell = slots[i], h.orderQuiet[i]
+		default:
+			s = slots[i]
+		}
 		if ticking == false && h.slots[s.actor] != s {
 			continue // it terminated since the tick
 		}
 		if ticking {
-			cell := h.orderQuiet[i]
 			quiet := cell.until.Load()
 			if everyLeader == false && now.UnixNano() < quiet {
+				if walk == false {
+					h.wheel.file(cell, quiet) // taken from the wheel: filed again, never lost
+				}
 				continue // nothing due yet (slot.quietUntil)
 			}
 			if quiet != 0 && h.passFollower(cell, quiet, now, horizon) {
@@ -186,8 +211,8 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 			h.visits++
 			// what the slot waited on since the last visit: set again
 			// below for a follower or a leader with nothing else to do
-			oldLeads = h.orderQuiet[i].leads
-			h.orderQuiet[i].waits, h.orderQuiet[i].leads = vouchedDue{}, nil
+			oldLeads = cell.leads
+			cell.waits, cell.leads = vouchedDue{}, nil
 			due = s.dueParked(now, horizon, due)
 		}
 		// A leader in the middle of a step keeps its rounds going for a
@@ -214,8 +239,8 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 		}
 		if s.lead == false && busy == false {
 			if ticking {
-				s.quiet().Store(s.quietFor(horizon))
-				h.orderQuiet[i].waits = s.vouchedDueNow(h.vouchSeen)
+				h.setQuiet(cell, s.quietFor(horizon))
+				cell.waits = s.vouchedDueNow(h.vouchSeen)
 			}
 			s.mu.Unlock()
 			continue
@@ -241,9 +266,9 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 			if s.fullTicks {
 				quiet = min(quiet, h.nextFull.UnixNano())
 			}
-			s.quiet().Store(quiet)
+			h.setQuiet(cell, quiet)
 			if s.fullTicks == false {
-				h.orderQuiet[i].leads = s.leaseDueNow(oldLeads)
+				cell.leads = s.leaseDueNow(oldLeads)
 			}
 		}
 		s.mu.Unlock()
@@ -312,8 +337,16 @@ func (h *hub) moveQuiet(cell *quietCell, quiet int64, next, now time.Time) bool 
 	if next.After(now) == false || cell.until.CompareAndSwap(quiet, next.UnixNano()) == false {
 		return false
 	}
+	h.wheel.file(cell, next.UnixNano())
 	h.passed++
 	return true
+}
+
+// setQuiet gives a visited slot's cell its quiet time, and files it in
+// the wheel under it; s.mu is held.
+func (h *hub) setQuiet(cell *quietCell, until int64) {
+	cell.until.Store(until)
+	h.wheel.file(cell, until)
 }
 
 // passLeader is passFollower for a leader with nothing to do but wait on

@@ -103,7 +103,7 @@ func (s *slot) park(kind timerKind, p parkedTimer, now time.Time, horizon time.D
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.quiet().Store(0)
+	s.visitSoon()
 	old := s.parked[i]
 	p.active = true
 	p.sent = old.sent && old.generation == p.generation && old.at.Equal(p.at) && old.need == p.need && old.lease == p.lease && old.slack == p.slack

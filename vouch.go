@@ -131,7 +131,7 @@ func (s *slot) setAnchor(leader gen.PID, term, epoch uint64, now time.Time, peer
 		return
 	}
 	if a := s.anchor; a.leader != leader || a.term != term || a.epoch != epoch || a.peer != peer {
-		s.quiet().Store(0) // what the parked timer waits on changed (quietCell.waits): visit
+		s.visitSoon() // what the parked timer waits on changed (quietCell.waits): visit
 	}
 	s.anchor = anchor{leader: leader, term: term, epoch: epoch, at: now, peer: peer}
 }

@@ -446,7 +446,7 @@ func TestANewAnchorMakesTheHubVisitTheFollower(t *testing.T) {
 		"node":   func(a *anchor) { a.peer = &pingPeer{} },
 	} {
 		p.follower.mu.Lock()
-		p.follower.quiet().Store(quiet)
+		p.follower.quietUntil.until.Store(quiet)
 		next := p.follower.anchor
 		change(&next)
 		p.follower.setAnchor(next.leader, next.term, next.epoch, p.now, next.peer)

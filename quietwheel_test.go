@@ -1,0 +1,189 @@
+package leader
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// wheelModel drives a quiet wheel as the hub and its actors do, and keeps
+// the cells it files so that a test can read all of them, as the ticks did
+// before there was a wheel.
+type wheelModel struct {
+	t     *testing.T
+	w     *quietWheel
+	cells []*quietCell
+	now   time.Time
+}
+
+func newWheelModel(t *testing.T, cells int) *wheelModel {
+	m := &wheelModel{t: t, w: &quietWheel{}, now: t0}
+	for range cells {
+		c := &quietCell{wheel: m.w}
+		m.cells = append(m.cells, c)
+		m.w.file(c, 0) // a new slot: visited at the first tick (hub.add)
+	}
+	return m
+}
+
+// set gives a cell a quiet time as a visit or a pass does (hub.setQuiet,
+// hub.moveQuiet).
+func (m *wheelModel) set(c *quietCell, until int64) {
+	c.until.Store(until)
+	m.w.file(c, until)
+}
+
+// wake clears a cell's quiet time as its actor does (slot.visitSoon).
+func (m *wheelModel) wake(c *quietCell) {
+	if c.until.Swap(0) != 0 {
+		m.w.wake(c)
+	}
+}
+
+// scan is what reading every cell finds due at now.
+func (m *wheelModel) scan() []*quietCell {
+	var due []*quietCell
+	for _, c := range m.cells {
+		if u := c.until.Load(); c.gone == false && u != math.MaxInt64 && u <= m.now.UnixNano() {
+			due = append(due, c)
+		}
+	}
+	return due
+}
+
+// sameCells fails unless got holds each cell of want once, and no other.
+func sameCells(t *testing.T, want, got []*quietCell, msg string, args ...any) {
+	t.Helper()
+	count := make(map[*quietCell]int)
+	for _, c := range want {
+		count[c]++
+	}
+	for _, c := range got {
+		count[c]--
+	}
+	for c, n := range count {
+		require.Zero(t, n, "%s: a cell (until %d) %d times too few", fmt.Sprintf(msg, args...), c.until.Load(), n)
+	}
+}
+
+// Under random quiet times, wakes, departures and ticks that come late (up
+// to more than a lap of the wheel) or early, each read of the wheel returns
+// exactly the cells that reading every cell would find due, each once.
+// Breaks: an entry dropped that was not stale (a cell never visited again:
+// its parked timer never fires), a later lap's entry taken early, a wake
+// lost between two reads, or a cell returned twice (filed twice with the
+// same time).
+func TestTheWheelFindsWhatReadingEveryCellFinds(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		m := newWheelModel(t, 64)
+		var due []*quietCell
+		for step := range 400 {
+			// the actors between two ticks
+			for range rng.IntN(4) {
+				m.wake(m.cells[rng.IntN(len(m.cells))])
+			}
+			if rng.IntN(50) == 0 {
+				c := m.cells[rng.IntN(len(m.cells))]
+				c.gone = true // its slot left (hub.leave)
+			}
+			if rng.IntN(3) == 0 {
+				// a visit by a tick that read every cell, which found
+				// the same quiet time again: a second entry, equal
+				c := m.cells[rng.IntN(len(m.cells))]
+				if u := c.until.Load(); u != 0 {
+					m.set(c, u)
+				}
+			}
+			if rng.IntN(30) == 0 {
+				c := &quietCell{wheel: m.w}
+				m.cells = append(m.cells, c)
+				m.w.file(c, 0)
+			}
+			// the next tick: mostly an interval later, sometimes late
+			// past a lap of the wheel, sometimes early
+			switch r := rng.IntN(100); {
+			case r < 3:
+				m.now = m.now.Add(time.Duration(wheelSpokes+rng.IntN(3*wheelSpokes)) * wheelWidth)
+			case r < 10:
+				m.now = m.now.Add(time.Duration(rng.IntN(int(wheelWidth))))
+			default:
+				m.now = m.now.Add(5*time.Millisecond + time.Duration(rng.IntN(3000))*time.Microsecond)
+			}
+			want := m.scan()
+			due = m.w.due(m.now, due)
+			sameCells(t, want, due, "seed %d, step %d", seed, step)
+			// the visits: each cell due gets a new quiet time, a past
+			// one, none (nothing parked), or a time laps ahead
+			for _, c := range due {
+				switch r := rng.IntN(20); {
+				case r == 0:
+					m.set(c, math.MaxInt64)
+				case r == 1:
+					m.set(c, m.now.Add(-time.Millisecond).UnixNano())
+				case r == 2:
+					m.set(c, m.now.Add(time.Duration(rng.IntN(4*wheelSpokes))*wheelWidth).UnixNano())
+				case r == 3:
+					m.set(c, m.now.UnixNano()) // again at the next tick
+				default:
+					m.set(c, m.now.Add(time.Duration(rng.IntN(300_000))*time.Microsecond).UnixNano())
+				}
+			}
+		}
+	}
+}
+
+// A tick that reads every cell itself skips the wheel first: a cell woken
+// after the skip is returned by the next read, though the skip took the
+// wakes before it.
+func TestTheWheelKeepsAWakeThatCameAfterASkip(t *testing.T) {
+	m := newWheelModel(t, 2)
+	m.now = m.now.Add(time.Millisecond)
+	m.w.skip(m.now)
+	for _, c := range m.cells {
+		m.set(c, m.now.Add(time.Second).UnixNano())
+	}
+	m.wake(m.cells[1])
+	m.now = m.now.Add(5 * time.Millisecond)
+	got := m.w.due(m.now, nil)
+	sameCells(t, []*quietCell{m.cells[1]}, got, "the wake after the skip")
+}
+
+// The wheel holds no more entries than the quiet times given within about
+// a lap: stale entries go when their spoke is read, and the cells of slots
+// that left go with them.
+func TestTheWheelForgetsStaleEntriesAndCellsThatLeft(t *testing.T) {
+	m := newWheelModel(t, 100)
+	var due []*quietCell
+	for range 2000 {
+		m.now = m.now.Add(5 * time.Millisecond)
+		due = m.w.due(m.now, due)
+		for _, c := range due {
+			m.set(c, m.now.Add(20*time.Millisecond).UnixNano())
+		}
+		for _, c := range m.cells[:10] {
+			m.set(c, m.now.Add(40*time.Millisecond).UnixNano()) // filed anew every tick
+		}
+	}
+	entries := func() int {
+		n := 0
+		for _, s := range m.w.spokes {
+			n += len(s)
+		}
+		return n
+	}
+	assert.LessOrEqual(t, entries(), 100+10*(40/5+1), "about one entry per quiet time still to come")
+	for _, c := range m.cells {
+		c.gone = true
+	}
+	for range wheelSpokes/5 + 2 {
+		m.now = m.now.Add(5 * time.Millisecond)
+		require.Empty(t, m.w.due(m.now, nil))
+	}
+	assert.Zero(t, entries(), "a lap after every slot left")
+}
