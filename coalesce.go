@@ -189,6 +189,10 @@ type quietCell struct {
 	slot  *slot
 	gone  bool   // the slot left the hub; the hub's goroutine
 	read  uint64 // the wheel's last read that returned it; likewise
+	// the ping waiters' list the follower is on, and its entry there
+	// (pingwaiters.go); likewise
+	waiting *pingWaiters
+	waitSeq uint64
 }
 
 // visitSoon has the hub visit the slot at its next tick; s.mu is held.

@@ -85,6 +85,11 @@ type hub struct {
 	// those due (quietwheel.go); dueCells is its last answer, reused
 	wheel    quietWheel
 	dueCells []*quietCell
+	// the followers passed by on their leader's node's pings, a list per
+	// node and lead epoch, in the order they were made (pingwaiters.go)
+	waitLists map[waitKey]*pingWaiters
+	waitOrder []*pingWaiters
+	waitSeq   uint64
 	// vouchSeen is the board's vouching of every node as a tick began,
 	// and answerSeen its answers to this hub's pings (passFollower,
 	// passLeader)
@@ -192,6 +197,7 @@ func (h *hub) init() {
 	h.peerUp = make(map[gen.Atom]bool)
 	h.vouchSeen = make(map[*pingPeer]vouchSeen)
 	h.answerSeen = make(map[answerKey]answerSeen)
+	h.waitLists = make(map[waitKey]*pingWaiters)
 	if h.board == nil {
 		h.board = &pingBoard{peers: make(map[gen.Atom]*pingPeer)} // a hub of its own (tests)
 	}
@@ -318,6 +324,7 @@ func (h *hub) leave(actor gen.PID) {
 	s.mu.Lock()
 	if s.quietUntil != nil {
 		s.quietUntil.gone = true // the wheel drops it
+		h.unwait(s.quietUntil)
 	}
 	if s.vouched {
 		h.raise = true // its followers must stop being vouched for (vouch.go)

@@ -171,6 +171,7 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 	walk := ticking == false || everyLeader
 	if ticking {
 		h.dueCells = h.wheel.due(now, h.dueCells)
+		h.dueCells = h.releaseWaiters(now, horizon, h.dueCells)
 	}
 	count := len(slots)
 	if walk == false {
@@ -213,6 +214,7 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 			// below for a follower or a leader with nothing else to do
 			oldLeads = cell.leads
 			cell.waits, cell.leads = vouchedDue{}, nil
+			h.unwait(cell)
 			due = s.dueParked(now, horizon, due)
 		}
 		// A leader in the middle of a step keeps its rounds going for a
@@ -310,12 +312,14 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 // without visiting it: its election timer waits on its leader's pings
 // (quietCell.waits, which only a follower's visit sets, read only while
 // its quiet time is not 0), and is not near by its quiet time, or by the
-// newest of those pings the board has. In the second case the quiet time
-// moves on to slack after that ping, less the horizon: never later than a
-// visit would have found (vouchedDue), so the timer fires when it did.
-// The swap fails, and the slot is visited at the next tick, when its
-// actor set its quiet time to 0 meanwhile. The ticks that look at every
-// leader (everyLeader) pass followers by too: they have nothing for them.
+// newest of those pings the board has. In the second case the follower
+// goes on its leader's node's list of ping waiters (pingwaiters.go),
+// which lets it go at the first tick at which it would not be passed by
+// here: never later than a visit would have found (vouchedDue), so the
+// timer fires when it did. The swap fails, and the slot is visited at the
+// next tick, when its actor set its quiet time to 0 meanwhile. The ticks
+// that look at every leader (everyLeader) pass followers by too: they
+// have nothing for them, and a follower on a list looks quiet to them.
 func (h *hub) passFollower(cell *quietCell, quiet int64, now time.Time, horizon time.Duration) bool {
 	w := &cell.waits
 	if w.peer == nil {
@@ -325,10 +329,10 @@ func (h *hub) passFollower(cell *quietCell, quiet int64, now time.Time, horizon 
 		return true
 	}
 	seen, ok := h.vouchSeen[w.peer]
-	if ok == false || seen.epoch != w.epoch {
+	if ok == false || seen.epoch != w.epoch || seen.last.Add(w.slack).Add(-horizon).After(now) == false {
 		return false
 	}
-	return h.moveQuiet(cell, quiet, seen.last.Add(w.slack).Add(-horizon), now)
+	return h.wait(cell, quiet, *w)
 }
 
 // moveQuiet sets cell's quiet time from quiet to next, if next is ahead of

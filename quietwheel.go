@@ -1,7 +1,6 @@
 package leader
 
 import (
-	"math"
 	"sync"
 	"time"
 )
@@ -62,12 +61,13 @@ type quietWheel struct {
 // hub's goroutine. A cell with no time (0: visit at the next tick) goes
 // with the woken ones; a cell with nothing parked (math.MaxInt64) is
 // filed nowhere: only a wake or a tick that reads every cell visits it, as
-// only those did before there was a wheel.
+// only those did before there was a wheel; nor is a follower waiting on
+// its leader's pings (waitingOnPings), which its list lets go.
 func (w *quietWheel) file(cell *quietCell, until int64) {
 	switch {
 	case until == 0:
 		w.wake(cell)
-	case until == math.MaxInt64:
+	case until >= waitingOnPings: // nothing parked, or on a ping waiters' list
 	default:
 		at := max(until/int64(wheelWidth), w.next)
 		spoke := &w.spokes[at%wheelSpokes]

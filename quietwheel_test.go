@@ -187,3 +187,116 @@ func TestTheWheelForgetsStaleEntriesAndCellsThatLeft(t *testing.T) {
 	}
 	assert.Zero(t, entries(), "a lap after every slot left")
 }
+
+// The ping waiters' lists let a follower go at the first tick at which its
+// leader's node's pings no longer vouch for it (the newest is older than
+// its slack less the horizon, or of another lead epoch, or gone from the
+// board), exactly when moving its quiet time on to the newest ping did,
+// under random pings, slacks, wakes and departures; a list is read only
+// when one of its followers may be due, and holds no more than its
+// followers and as many stale entries. Breaks: a list passed by on its
+// newest ping although a follower's slack ran out (a timer that never
+// fires), a follower let go early, a woken follower let go again, or
+// stale entries kept.
+func TestPingWaitersLetAFollowerGoWhenItsPingsStop(t *testing.T) {
+	horizon := parkHorizon(5 * time.Millisecond)
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		h := &hub{process: &scriptedProcess{self: pid("h")}, clock: func() time.Time { return t0 }}
+		h.init()
+		peers := []*pingPeer{{}, {}}
+		epoch := map[*pingPeer]uint64{peers[0]: 1, peers[1]: 1}
+		last := map[*pingPeer]time.Time{peers[0]: t0, peers[1]: t0}
+		silent := make(map[*pingPeer]time.Time)
+		now := t0
+		type follower struct {
+			cell  *quietCell
+			waits vouchedDue
+		}
+		var followers []*follower
+		for range 40 {
+			followers = append(followers, &follower{cell: &quietCell{wheel: &h.wheel}})
+		}
+		// onList reports whether a follower is on a list by its quiet time
+		onList := func(f *follower) bool { return f.cell.until.Load() == waitingOnPings }
+		for step := range 300 {
+			now = now.Add(5 * time.Millisecond)
+			for _, p := range peers {
+				if now.Before(silent[p]) {
+					continue // its node's pings stopped for a while
+				}
+				switch r := rng.IntN(100); {
+				case r < 85:
+					last[p] = now.Add(-time.Duration(rng.IntN(3)) * time.Millisecond) // a ping
+				case r < 88:
+					epoch[p]++ // a raise
+				case r < 92:
+					silent[p] = now.Add(time.Duration(50+rng.IntN(350)) * time.Millisecond)
+				}
+			}
+			clear(h.vouchSeen)
+			for _, p := range peers {
+				if rng.IntN(200) > 0 { // now and then the board has lost it
+					h.vouchSeen[p] = vouchSeen{epoch: epoch[p], last: last[p]}
+				}
+			}
+			// who must go: those on a list whose pings stopped vouching
+			want := make(map[*quietCell]bool)
+			for _, f := range followers {
+				if f.cell.gone || onList(f) == false {
+					continue
+				}
+				seen, ok := h.vouchSeen[f.waits.peer]
+				if ok == false || seen.epoch != f.waits.epoch || seen.last.Add(f.waits.slack).Add(-horizon).After(now) == false {
+					want[f.cell] = true
+				}
+			}
+			h.wheel.round++
+			got := h.releaseWaiters(now, horizon, nil)
+			require.Len(t, got, len(want), "seed %d, step %d", seed, step)
+			for _, c := range got {
+				require.True(t, want[c], "seed %d, step %d: let go early", seed, step)
+				require.Zero(t, c.until.Load(), "its quiet time cleared for the visit")
+			}
+			for _, list := range h.waitOrder {
+				live := 0
+				for _, f := range followers {
+					if f.cell.waiting == list {
+						live++
+					}
+				}
+				require.Equal(t, len(list.cells)-list.stale, live, "seed %d, step %d: the stale count", seed, step)
+				require.LessOrEqual(t, len(list.cells), 2*live, "seed %d, step %d: stale entries pile up", seed, step)
+			}
+			// the visits of those let go, and the others' steps: some
+			// go on a list (a pass), some are woken by their actor, some
+			// leave
+			for _, f := range followers {
+				c := f.cell
+				switch r := rng.IntN(100); {
+				case c.gone:
+				case r < 2:
+					c.gone = true
+					h.unwait(c)
+				case r < 6 && onList(f):
+					c.until.Store(0) // the actor (visitSoon); the visit follows
+					h.unwait(c)
+				case c.until.Load() != waitingOnPings:
+					// a visit, then a pass on pings that vouch for it
+					h.unwait(c)
+					p := peers[rng.IntN(len(peers))]
+					seen, ok := h.vouchSeen[p]
+					if ok == false {
+						continue
+					}
+					f.waits = vouchedDue{peer: p, epoch: seen.epoch, slack: time.Duration(100+rng.IntN(200)) * time.Millisecond}
+					if seen.last.Add(f.waits.slack).Add(-horizon).After(now) {
+						quiet := now.Add(-time.Millisecond).UnixNano()
+						c.until.Store(quiet)
+						require.True(t, h.wait(c, quiet, f.waits))
+					}
+				}
+			}
+		}
+	}
+}

@@ -401,6 +401,34 @@ func TestAFollowerIsPassedByWhileItsLeadersPingsVouch(t *testing.T) {
 	assert.False(t, fired.After(raised.Add(vouchSlack)), "not after it is due: %s after the raise", fired.Sub(raised))
 }
 
+// A follower whose actor steps again and again while its leader's pings
+// go on is visited after each step and goes back on its node's list of
+// ping waiters, where it has one entry, not one per step; when its slot
+// leaves, its list goes with it. Breaks: a visit or a leave that does not
+// take it off the list (its old entries, never counted stale, pile up for
+// as long as the pings go on).
+func TestAFollowerThatStepsOftenHasOneEntryOnItsList(t *testing.T) {
+	p := newPingPair(t)
+	p.followerPassedBy()
+	cell := p.follower.quietUntil
+	require.NotNil(t, cell.waiting, "on its leader's node's list")
+	for range 30 {
+		p.parkFollowerTimer() // a step: the actor parks its timer again
+		for n := 0; cell.until.Load() != waitingOnPings || n == 0; n++ {
+			require.Less(t, n, 200, "back on the list within a second")
+			p.ticks(1)
+			require.False(t, p.tickFollowerHub())
+		}
+	}
+	assert.LessOrEqual(t, len(cell.waiting.cells), 2, "one entry, and at most as many stale ones")
+
+	p.b.leave(p.follower.actor)
+	require.Nil(t, cell.waiting, "its slot left: off the list")
+	p.ticks(1)
+	p.tickFollowerHub()
+	assert.Empty(t, p.b.waitOrder, "a list of nobody is dropped at the next tick")
+}
+
 // What the follower's actor shares or parks makes its hub visit it at the
 // next tick, pings or not: a follower that stopped following (it
 // campaigns) and parked a timer of its own has it fired on time. Breaks: a
