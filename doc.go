@@ -200,7 +200,8 @@
 //
 // What the elections of a node share (coalescing.md): hub.go (the liveness
 // hub: its process, joins and leaves), hub_tick.go (its tick), quietwheel.go
-// (which slots a tick must look at), hub_answer.go
+// (which slots a tick must look at), pingwaiters.go (the followers that
+// wait on their leader's node's pings), hub_answer.go
 // (the other hubs' messages), hubwire.go, routes.go, coalesce.go,
 // parking.go, actor_hub.go (an actor's side of it), pings.go (the
 // hubs' node-level pings that renew the leases), vouch.go (records only
