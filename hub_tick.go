@@ -165,9 +165,12 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 	}
 	var oldLeads *leaseDue
 	// A tick that looks at every leader reads every cell: h.order, whose
-	// quiet times are h.orderQuiet, as the wheel's reads come to the same
-	// (they are skipped before it, so that a wake during it is kept). The
-	// other ticks read only the cells the wheel has due (quietwheel.go).
+	// quiet times are h.orderQuiet. The wheel and the ping waiters are
+	// read first at every tick, and at such a tick what they return is
+	// dropped, since the reading of every cell visits it too (a follower
+	// let go has its quiet time cleared), while a wake after that read is
+	// kept for the next tick. The other ticks read only the cells the
+	// wheel and the lists have due (quietwheel.go, pingwaiters.go).
 	walk := ticking == false || everyLeader
 	if ticking {
 		h.dueCells = h.wheel.due(now, h.dueCells)

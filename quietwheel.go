@@ -130,10 +130,3 @@ func (w *quietWheel) take(cell *quietCell, into []*quietCell) []*quietCell {
 	cell.read = w.round
 	return append(into, cell)
 }
-
-// skip moves the wheel past now without returning anything, for a tick
-// that reads every cell itself: what is due is visited by that reading,
-// and the actors' wakes that come after skip are kept for the next tick.
-func (w *quietWheel) skip(now time.Time) {
-	w.due(now, nil)
-}
