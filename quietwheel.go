@@ -15,16 +15,16 @@ import (
 // tick cost a node 1 to 1.5% of a core at 10,000 elections, nearly all of it
 // cache misses. The wheel files each quiet time under the millisecond it
 // ends in; a tick reads the milliseconds since the last tick and the slots
-// the actors woke (quietCell.wake), nothing else.
+// the actors woke (slot.visitSoon), nothing else.
 //
 // It is a lookup, not the truth: the truth is each cell's until, which the
 // wheel's entries are checked against when read. An entry whose cell has
 // been given another quiet time since, or has left, is dropped; an entry
 // whose time has not come (a later lap, or later in the same millisecond)
 // stays. So a tick visits exactly the slots whose quiet time has come or
-// whose actor woke them, as reading every cell did, and the ticks that look
-// at every leader (a resync, the refresh, a node found alive or gone) still
-// read every cell.
+// whose actor woke them, the slots reading every cell would find, and the
+// ticks that look at every leader (a resync, the refresh, a node found
+// alive or gone) still read every cell.
 
 const (
 	// wheelWidth is the time one spoke of the wheel holds: the shortest
@@ -60,9 +60,9 @@ type quietWheel struct {
 // file enters cell under quiet time until, which it was just given; the
 // hub's goroutine. A cell with no time (0: visit at the next tick) goes
 // with the woken ones; a cell with nothing parked (math.MaxInt64) is
-// filed nowhere: only a wake or a tick that reads every cell visits it, as
-// only those did before there was a wheel; nor is a follower waiting on
-// its leader's pings (waitingOnPings), which its list lets go.
+// filed nowhere: no time brings it nearer, only a wake or a tick that
+// reads every cell; nor is a follower waiting on its leader's pings
+// (waitingOnPings), which its list lets go.
 func (w *quietWheel) file(cell *quietCell, until int64) {
 	switch {
 	case until == 0:
