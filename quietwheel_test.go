@@ -141,7 +141,7 @@ func TestTheWheelFindsWhatReadingEveryCellFinds(t *testing.T) {
 // A tick that reads every cell itself reads the wheel first and drops what
 // it returned (openRounds): a cell woken after that read is returned by
 // the next one, though the first took the wakes before it.
-func TestTheWheelKeepsAWakeThatCameAfterASkip(t *testing.T) {
+func TestTheWheelKeepsAWakeThatCameAfterADroppedRead(t *testing.T) {
 	m := newWheelModel(t, 2)
 	m.now = m.now.Add(time.Millisecond)
 	m.w.due(m.now, nil) // dropped: the tick reads every cell
