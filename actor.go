@@ -76,6 +76,9 @@ type ActorBehavior interface {
 	//     that had not seen the leader's loss yet
 	//   - ergo:fast_failovers_deferred: fast failovers this node gave up for
 	//     a survivor ranked before it
+	//   - ergo:owed_down_waits: election timeouts that waited for the
+	//     leader's down instead of campaigning, the framework having dropped
+	//     the connection to the leader's node already
 	//   - ergo:fast_failovers_in_wave: fast failovers that waited longer
 	//     because many elections of this node failed over at once
 	//   - ergo:campaigns_queued: election timeouts that waited for a turn to
@@ -530,7 +533,7 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 			connectionResets.markStarved(a.Node(), now)
 			a.state.restartSilences() // the peers were not silent: this node was
 		}
-		a.state.timer(now, m.Kind, m.Generation)
+		a.fireTimer(now, m.Kind, m.Generation)
 		return nil
 	case peerDown, watchFailed, forgedDown, watchStarted, watchSuspect:
 		down, _ := m.(peerDown)
@@ -594,14 +597,31 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 // connection this node reset itself is not an observed failure, and no
 // promise is released for it.
 func (a *Actor) noticeLeaderConnectionGone(now time.Time) {
+	if a.leaderConnectionGone() {
+		a.state.down(now, a.state.leader, gen.ErrNoConnection)
+	}
+}
+
+// leaderConnectionGone reports whether this follower's leader is on
+// another node to which the framework has no connection any more.
+func (a *Actor) leaderConnectionGone() bool {
 	leader := a.state.leader
 	if leader == (gen.PID{}) || leader.Node == a.Node().Name() || a.state.role != roleFollower {
-		return
+		return false
 	}
-	if _, err := a.Node().Network().Node(leader.Node); err == nil {
-		return
+	_, err := a.Node().Network().Node(leader.Node)
+	return err != nil
+}
+
+// fireTimer runs the election's timer of kind, fired by the framework or
+// parked with the hub. An election timer first notes whether the leader's
+// down is owed (pacing.go, owed downs): the timer must not campaign for a
+// leader whose down, on its way, starts the fast failover.
+func (a *Actor) fireTimer(now time.Time, kind timerKind, generation uint64) {
+	if kind == timerElection && a.leaderConnectionGone() {
+		a.state.leaderDownOwed(now)
 	}
-	a.state.down(now, leader, gen.ErrNoConnection)
+	a.state.timer(now, kind, generation)
 }
 
 // handleExit terminates on an exit signal unless exits are trapped, in which

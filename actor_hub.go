@@ -81,7 +81,7 @@ func (a *Actor) handleHub(from gen.PID, message any) bool {
 			a.state.drop("stale_timer")
 			return true
 		}
-		a.state.timer(a.clock(), m.Kind, m.Generation)
+		a.fireTimer(a.clock(), m.Kind, m.Generation)
 	default:
 		return false
 	}

@@ -208,7 +208,7 @@
 // for what changed: the pings vouch for the node's leaders), watcher.go,
 // shared_watcher.go (watching other nodes' processes), linger.go (these
 // helpers end with their last election), pacing.go (node-wide pacing:
-// campaign turns, failover waves, spare losses), nodestate.go (what goes
+// campaign turns, failover waves, owed downs, spare losses), nodestate.go (what goes
 // when a node stops), atoms.go. The framework's connections: dialer.go,
 // silence.go, linkprobe.go (a silent connection is reset only when the
 // other node's framework does not answer over it); olderframeworks.go

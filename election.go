@@ -267,8 +267,13 @@ type election struct {
 	fastRounds           uint64
 	deferredFailovers    uint64 // fast failovers given up for a survivor ranked earlier
 	waveDelayed          uint64 // fast failovers that waited longer, in a wave of them (pacing.go)
-	handovers            uint64
-	lastHandover         string
+	// the leader whose down the framework owes this follower, and since
+	// when (owed downs, pacing.go)
+	owedDownFrom  gen.PID
+	owedDownSince time.Time
+	owedDownWaits uint64 // election timeouts that waited for an owed down
+	handovers     uint64
+	lastHandover  string
 
 	out effects
 }

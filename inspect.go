@@ -60,6 +60,7 @@ var inspectKeys = []inspectKey{
 	{"ergo:pledged_elections", "elections this node started with votes pledged to it counted", func(e *election) string { return strconv.FormatUint(e.pledgedElections, 10) }},
 	{"ergo:fast_prevotes_reasked", "fast pre-votes asked again of a voter that had not seen the leader's loss yet", func(e *election) string { return strconv.FormatUint(e.fastReasks, 10) }},
 	{"ergo:fast_failovers_deferred", "fast failovers this node gave up for a survivor ranked before it", func(e *election) string { return strconv.FormatUint(e.deferredFailovers, 10) }},
+	{"ergo:owed_down_waits", "election timeouts that waited for the leader's down instead of campaigning, the framework having dropped the connection to the leader's node already", func(e *election) string { return strconv.FormatUint(e.owedDownWaits, 10) }},
 	{"ergo:fast_failovers_in_wave", "fast failovers that waited longer because many elections of this node failed over at once", func(e *election) string { return strconv.FormatUint(e.waveDelayed, 10) }},
 	{"ergo:campaigns_queued", "election timeouts that waited for a turn to campaign (the elections of a node campaign a few dozen at a time)", func(e *election) string { return strconv.FormatUint(e.campaignsQueued, 10) }},
 	// coalesced liveness (coalesce.go, hub.go)

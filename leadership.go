@@ -411,9 +411,15 @@ func (e *election) failingOverFast() bool {
 	if e.role != roleFollower || e.leader != (gen.PID{}) {
 		return false
 	}
+	return e.fastFailoverPending() || (e.preVoting && e.preVoteFast)
+}
+
+// fastFailoverPending reports whether this follower's fast pre-vote waits
+// for its timer (leaderLost): it has not gone out yet.
+func (e *election) fastFailoverPending() bool {
 	// a timer armed to ask a refusing voter again (fastReask) is not a
 	// fast failover any more: the survivors ranked after this one may go
-	return (e.timers[timerFast].armed && len(e.fastReask) == 0) || (e.preVoting && e.preVoteFast)
+	return e.role == roleFollower && e.leader == (gen.PID{}) && e.timers[timerFast].armed && len(e.fastReask) == 0
 }
 
 // deferToRanked gives up this node's fast failover for a survivor ranked

@@ -12,17 +12,20 @@ import (
 
 // Node-wide pacing: what the elections of one node share so that many of
 // them do not crowd each other out. A node with thousands of elections
-// (one per shard) meets three crowds, and each has one rule here:
+// (one per shard) meets three crowds, and has four rules for them here:
 //
 //   - at a cold start, thousands of campaigns at once: campaigns take
 //     turns, at most campaignsInFlight per node (campaign admission);
 //   - at a node crash, hundreds of fast failovers at once: a survivor
 //     ranked after the first waits longer in such a wave (failover waves);
+//   - in the same wave, the followers whose down the shared watcher has
+//     not handed over yet wait for it rather than campaign on their
+//     election timers (owed downs);
 //   - at the same crash, a third of the survivors' elections are leaders
 //     that lost a follower they can spare: that loss is handed to them late
 //     (spare losses).
 //
-// None of the three decides anything safety rests on: each only delays a
+// None of the four decides anything safety rests on: each only delays a
 // campaign, a pre-vote or a down that may wait (docs/safety.md). Every
 // pacing duration is derived in timing.go with the others.
 
@@ -457,6 +460,63 @@ func (s *slot) waveOf() *failoverWave {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.wave
+}
+
+// Owed downs: a follower waits for its leader's down rather than campaign.
+//
+// The shared watcher hands a crash's downs over a few dozen at a time
+// (downsInFlightMax), so at 10,000 elections on three node processes the
+// last of a survivor's 3,500 failing-over followers gets its down more than
+// half a second after the first. Their election timeouts, counted from the
+// leader's last vouching ping, fire from 150 ms on: most of the wave's
+// followers campaigned on their own timers instead, through the campaign
+// gate, unranked, both survivors at once, without pledges. Each election
+// then cost the survivors two pre-vote rounds and a vote round or more
+// (split votes), and the wave took the survivors 2 to 4 s of CPU each and
+// 1.6 to 2.7 s to be led again; the followers of the living leaders then
+// heard their hubs late as well.
+//
+// So when a follower's election timer fires while the framework reports no
+// connection to its leader's node, and the leader's process is monitored,
+// the down of that monitor is owed: the framework sends one for every
+// monitor of a connection that ended. The follower then does not campaign
+// on its timer; it waits for the down, which starts the ranked fast
+// failover (leaderLost), and re-arms its timer as the backstop. A fast
+// failover already under way is left to its own timer for the same reason.
+// The wait has a bound (owedDownWait), counted from the first timeout that
+// found the connection gone, after which the timeout campaigns as before:
+// a down that never comes costs a failover that much, never more. Waiting
+// only delays a campaign, which the protocol allows at any time.
+//
+// Why not take the owed down at once, as a pre-vote does
+// (Actor.noticeLeaderConnectionGone)? A pre-vote is one question; the
+// timers are the whole wave at once. Taken at the timeouts, every failover
+// of the wave started within a few tens of milliseconds, unpaced: the
+// survivors' first term changed a second after the kill, and 2,190 of 3,585
+// failovers split their votes (docs/performance.md).
+
+// leaderDownOwed records that the framework reports no connection to the
+// node of the leader this follower follows, whose down is then owed if
+// its process is monitored. A leader heard since the last record starts a
+// new wait.
+func (e *election) leaderDownOwed(now time.Time) {
+	if e.role != roleFollower || e.leader == (gen.PID{}) {
+		return
+	}
+	m, ok := e.members[e.leader.Node]
+	if ok == false || m.pid != e.leader || m.watchAskedAt.IsZero() == false {
+		return // not monitored: no down is owed for it
+	}
+	if e.owedDownFrom == e.leader && m.lastHeard.After(e.owedDownSince) == false {
+		return
+	}
+	e.owedDownFrom, e.owedDownSince = e.leader, now
+}
+
+// awaitingOwedDown reports whether the election timer should wait for the
+// leader's owed down rather than campaign (leaderDownOwed).
+func (e *election) awaitingOwedDown() bool {
+	return e.leader != (gen.PID{}) && e.owedDownFrom == e.leader && e.now.Sub(e.owedDownSince) < owedDownWait(e.cfg)
 }
 
 // Spare losses: a leader's lost followers can wait too.

@@ -455,3 +455,104 @@ func TestAWaiterFarBackSleepsLongerAndStillCampaignsOnItsTurn(t *testing.T) {
 	h.e.turnCame(h.now)
 	assert.Len(t, sentTo[msgPreVote](h.e.takeEffects(), "b"), 1, "its turn came: it campaigns")
 }
+
+// Owed downs (pacing.go): a follower whose leader's connection is gone
+// waits for the down, which starts the fast failover, instead of
+// campaigning on its election timer.
+
+// followingMonitored is a harness following b at term 1, whose process is
+// monitored.
+func followingMonitored(t *testing.T) *stateHarness {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
+	h.e.monitored(pid("b"))
+	h.e.takeEffects()
+	require.Equal(t, pid("b"), h.e.leader)
+	return h
+}
+
+func TestAnElectionTimeoutWaitsForTheLeadersOwedDown(t *testing.T) {
+	h := followingMonitored(t)
+	h.now = h.e.electionDeadline.Add(time.Millisecond)
+	h.e.leaderDownOwed(h.now) // the actor found no connection to b's node
+	out := h.fire(timerElection)
+	assert.Empty(t, sentTo[msgPreVote](out, "c"), "the down is on its way: no campaign on the timer")
+	assert.Equal(t, pid("b"), h.e.leader)
+	assert.True(t, h.e.timers[timerElection].armed, "the timer stays the backstop")
+	assert.EqualValues(t, 1, h.e.owedDownWaits)
+
+	// the down comes: the ranked fast failover, pledged, as for any down
+	h.advance(20 * time.Millisecond)
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	out = h.e.takeEffects()
+	if h.e.timers[timerFast].armed {
+		out = h.fire(timerFast)
+	}
+	assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "the down starts the fast pre-vote")
+	assert.EqualValues(t, 1, h.e.fastRounds)
+}
+
+func TestAnOwedDownIsWaitedForOnlyForItsBound(t *testing.T) {
+	h := followingMonitored(t)
+	h.now = h.e.electionDeadline.Add(time.Millisecond)
+	since := h.now
+	for i := 0; ; i++ {
+		h.e.leaderDownOwed(h.now) // at every firing, as the actor does
+		out := h.fire(timerElection)
+		if len(sentTo[msgPreVote](out, "c")) > 0 {
+			assert.GreaterOrEqual(t, h.now.Sub(since), owedDownWait(h.e.cfg), "campaigned before the bound")
+			assert.Less(t, h.now.Sub(since), owedDownWait(h.e.cfg)+h.e.cfg.electionTimeoutMax+time.Millisecond, "waited past the bound")
+			assert.Zero(t, h.e.fastRounds, "no down came: an ordinary campaign")
+			return
+		}
+		require.Less(t, i, 100, "never campaigned")
+		h.now = h.e.electionDeadline.Add(time.Millisecond)
+	}
+}
+
+func TestADownIsOwedOnlyForAMonitoredLeaderAndAnewAfterItWasHeard(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
+	h.e.takeEffects()
+	require.False(t, h.e.members[node("b")].watchAskedAt.IsZero(), "the harness's leader is not monitored yet")
+	h.now = h.e.electionDeadline.Add(time.Millisecond)
+	h.e.leaderDownOwed(h.now)
+	out := h.fire(timerElection)
+	assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "no monitor, no down owed: it campaigns on its timer")
+
+	h = followingMonitored(t)
+	h.e.leaderDownOwed(h.now)
+	first := h.e.owedDownSince
+	h.advance(owedDownWait(h.e.cfg))
+	h.e.leaderDownOwed(h.now)
+	assert.Equal(t, first, h.e.owedDownSince, "the same wait: its bound counts from the first")
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 2})
+	h.advance(time.Millisecond)
+	h.e.leaderDownOwed(h.now)
+	assert.Equal(t, h.now, h.e.owedDownSince, "the leader was heard since: a new wait")
+}
+
+func TestAnElectionTimeoutLeavesAFastFailoverToItsOwnTimer(t *testing.T) {
+	h := followingMonitored(t)
+	h.e.leaderLost(pid("b"), h.now, false)
+	require.True(t, h.e.failingOverFast())
+	h.now = h.e.electionDeadline.Add(time.Millisecond)
+	h.e.armElectionTimer(h.now) // the election timer comes first (a busy node)
+	out := h.fire(timerElection)
+	assert.Empty(t, sentTo[msgPreVote](out, "c"), "no second, unranked campaign")
+	out = h.fire(timerFast)
+	assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "the fast failover's own")
+	assert.EqualValues(t, 1, h.e.fastRounds)
+}
+
+func TestAnElectionTimeoutCampaignsAgainForAFastPreVoteNobodyAnswered(t *testing.T) {
+	h := followingMonitored(t)
+	h.e.leaderLost(pid("b"), h.now, false)
+	out := h.fire(timerFast)
+	require.Len(t, sentTo[msgPreVote](out, "c"), 1, "the fast pre-vote went out")
+	require.True(t, h.e.failingOverFast())
+	// lost with its connection: no answer ever comes
+	out = h.expireElection()
+	assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "the election timer asks again")
+	assert.EqualValues(t, 2, h.e.preVoteRounds, "a second round")
+}

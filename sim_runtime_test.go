@@ -101,8 +101,13 @@ type simulator struct {
 	// node still reports the connection up
 	noticeLag map[gen.Atom]time.Duration
 	unnoticed map[[2]gen.Atom]time.Time
-	epochs    uint64
-	lastSend  map[[2]gen.Atom]time.Time // FIFO delivery per directed link
+	// downLag is how much later than its notice a node's processes get
+	// the downs of a lost connection, while the node already reports the
+	// connection gone: the late end of a crash's thousands of downs, which
+	// a shared watcher hands over a few dozen at a time
+	downLag  map[gen.Atom]time.Duration
+	epochs   uint64
+	lastSend map[[2]gen.Atom]time.Time // FIFO delivery per directed link
 	// the previous message's time per directed link (stragglerChance)
 	lastStraggle map[[2]gen.Atom]time.Time
 	// messages that arrived over each directed link, per connection epoch:
@@ -162,6 +167,7 @@ func newSimulator(seed uint64, network simNetwork) *simulator {
 		lastSend:   make(map[[2]gen.Atom]time.Time),
 		deadNext:   make(map[[2]gen.Atom]bool),
 		noticeLag:  make(map[gen.Atom]time.Duration),
+		downLag:    make(map[gen.Atom]time.Duration),
 		unnoticed:  make(map[[2]gen.Atom]time.Time),
 		deadEpochs: make(map[uint64]bool),
 		arrived:    make(map[simArrivalKey]uint64),
@@ -325,7 +331,7 @@ func (s *simulator) disconnect(a, b gen.Atom) {
 			if watcher.Node == pair[0] && s.nodeMons[watcher][pair[1]] {
 				delete(s.nodeMons[watcher], pair[1])
 				peer := pair[1]
-				s.after(s.delay()+s.noticeLag[watcher.Node], "", func() {
+				s.after(s.delay()+s.noticeLag[watcher.Node]+s.downLag[watcher.Node], "", func() {
 					if p := s.process(watcher); p != nil {
 						p.push(p.mailbox.System, gen.MailboxMessageTypeRegular, simCorePID(s.nodes[watcher.Node]), gen.MessageDownNode{Name: peer})
 					}
@@ -338,7 +344,7 @@ func (s *simulator) disconnect(a, b gen.Atom) {
 		for _, watcher := range sortedPIDs(watchers) {
 			if (target.Node == a && watcher.Node == b) || (target.Node == b && watcher.Node == a) {
 				delete(watchers, watcher)
-				s.deliverDown(watcher, target, gen.ErrNoConnection, s.delay()+s.noticeLag[watcher.Node])
+				s.deliverDown(watcher, target, gen.ErrNoConnection, s.delay()+s.noticeLag[watcher.Node]+s.downLag[watcher.Node])
 			}
 		}
 	}

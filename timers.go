@@ -86,6 +86,19 @@ func (e *election) electionTimeout() {
 		e.armElectionTimer(e.electionDeadline)
 		return
 	}
+	if e.fastFailoverPending() {
+		// the fast failover's pre-vote goes at its own timer, ranked; this
+		// timer stays its backstop. One that went out already and was not
+		// answered is what this timer campaigns again for.
+		e.resetElectionDeadline()
+		return
+	}
+	if e.awaitingOwedDown() {
+		// the down that starts the fast failover is on its way (pacing.go)
+		e.owedDownWaits++
+		e.resetElectionDeadline()
+		return
+	}
 	if e.role == roleCandidate {
 		// this term's vote round is over; grants still in flight are late
 		e.votes = nil

@@ -265,7 +265,7 @@ func runProc(encoded string, in io.Reader, stdout io.Writer) error {
 
 // tallyKeys are the counters a crash's tally sums (procCluster.tally).
 var tallyKeys = []string{"ergo:fast_failover_rounds", "ergo:fast_prevotes_reasked", "ergo:fast_failovers_deferred",
-	"ergo:fast_failovers_in_wave", "ergo:prevote_rounds", "ergo:elections_started", "ergo:pledged_elections"}
+	"ergo:fast_failovers_in_wave", "ergo:prevote_rounds", "ergo:elections_started", "ergo:pledged_elections", "ergo:owed_down_waits"}
 
 // tallyMembers sums tallyKeys over every election of the node, as
 // space-separated numbers in tallyKeys' order.

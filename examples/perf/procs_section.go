@@ -242,10 +242,12 @@ func crashProcs(p *plan, c *procCluster, tallied [][]uint64) *procsCrash {
 		p.progress("procs: the survivors' CPU from the kill until all were led (and up to 150 ms of polling after): %s over %s",
 			survivorsCPU(pre, post, k.victim), time.Since(killed).Round(time.Millisecond))
 	}
-	// A moment more, so that a disturbance the crash caused late is seen.
+	// A moment more, so that a disturbance the crash caused late is seen;
+	// the agreements are read before the counters, whose tally inspects
+	// every election (a burst that can itself make leases lapse at 10,000)
 	p.sleep(2 * time.Second)
-	p.progress("procs: the survivors' failover counters over the settle, the idle window and the crash: %s", c.tallyDelta(tallied, c.tally(k.victim, killed)))
 	after := c.agreements()
+	p.progress("procs: the survivors' failover counters over the settle, the idle window and the crash: %s", c.tallyDelta(tallied, c.tally(k.victim, killed)))
 	for g, a := range after {
 		was := before[g]
 		if a.leader < 0 {
