@@ -503,6 +503,8 @@ func TestAnOwedDownIsWaitedForOnlyForItsBound(t *testing.T) {
 			assert.GreaterOrEqual(t, h.now.Sub(since), owedDownWait(h.e.cfg), "campaigned before the bound")
 			assert.Less(t, h.now.Sub(since), owedDownWait(h.e.cfg)+h.e.cfg.electionTimeoutMax+time.Millisecond, "waited past the bound")
 			assert.Zero(t, h.e.fastRounds, "no down came: an ordinary campaign")
+			assert.Equal(t, 1, i, "one wake while it waits, at the bound")
+			assert.EqualValues(t, 1, h.e.owedDownWaits)
 			return
 		}
 		require.Less(t, i, 100, "never campaigned")

@@ -94,9 +94,12 @@ func (e *election) electionTimeout() {
 		return
 	}
 	if e.awaitingOwedDown() {
-		// the down that starts the fast failover is on its way (pacing.go)
+		// the down that starts the fast failover is on its way (pacing.go):
+		// one wake at the end of the wait, not one per election timeout,
+		// each a step of the actor in the very wave the downs pace
 		e.owedDownWaits++
-		e.resetElectionDeadline()
+		e.electionDeadline = e.owedDownSince.Add(owedDownWait(e.cfg))
+		e.armElectionTimer(e.electionDeadline)
 		return
 	}
 	if e.role == roleCandidate {

@@ -257,13 +257,14 @@ func waveExtra(cfg config, rank int) time.Duration {
 	return time.Duration(min(rank, 2)) * (cfg.electionTimeoutMin / 4)
 }
 
-// owedDownWait bounds how long a follower's election timeouts wait for a
-// down the framework owes it (owed downs, pacing.go): four
-// ElectionTimeoutMax (1.2 s at the defaults). A crash under 10,000
-// elections on three node processes of two cores handed its last down
-// about 0.65 s after the kill (docs/performance.md); a down that never
-// comes costs a failover this much more than an election timeout.
-func owedDownWait(cfg config) time.Duration { return 4 * cfg.electionTimeoutMax }
+// owedDownWait bounds how long a follower's election timer waits for a
+// down the framework owes it (owed downs, pacing.go): ten
+// ElectionTimeoutMax (3 s at the defaults). A crash under 10,000 elections
+// on three node processes of two cores handed its last downs 0.65 to 1.5 s
+// after the kill (docs/performance.md); with a bound of 1.2 s the followers
+// still waiting campaigned on their timers all at once, in the wave, and
+// split their votes. A down that never comes costs a failover this much.
+func owedDownWait(cfg config) time.Duration { return 10 * cfg.electionTimeoutMax }
 
 // ghostProbeSpacing is the time between two Hellos to a ghost from a member
 // that is not leading: an eighth of GhostTTL (625 ms at the default), at
