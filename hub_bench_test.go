@@ -268,3 +268,23 @@ func BenchmarkHubAnswerNamingElectionsThatLeft(b *testing.B) {
 		answer()
 	}
 }
+
+// BenchmarkWatcherLateDowns hands a crash's late downs over (6,000
+// followers of living leaders, due alike) lateBatch at a time, as the
+// shared watcher's reminders do: the cost of the whole list's delivery.
+func BenchmarkWatcherLateDowns(b *testing.B) {
+	w, p, _, _ := newSharedWatcher()
+	now := t0.Add(time.Second)
+	const downs = 6000
+	list := make([]lateDown, downs)
+	for b.Loop() {
+		for i := range list {
+			list[i] = lateDown{to: gen.PID{Node: node("a"), ID: uint64(1000 + i), Creation: 1}, due: now}
+		}
+		rest := list[:downs]
+		for len(rest) > 0 {
+			rest, _ = w.deliverLate(rest, now, lateBatch)
+		}
+		p.sent, p.sentTo = p.sent[:0], p.sentTo[:0]
+	}
+}

@@ -453,19 +453,22 @@ const (
 
 // deliverLate sends the downs of list due by now (all of them for a zero
 // now), at most limit of them when limit is positive, and returns the
-// others, in order; more reports that some of those are due already.
+// others, in order; more reports that some of those are due already. It
+// stops at the limit: a crash leaves thousands of late downs, due alike,
+// handed over lateBatch at a time, and reading the whole list at every
+// batch cost the survivors' watchers a tenth of their CPU in the wave.
 func (w *watcher) deliverLate(list []lateDown, now time.Time, limit int) (rest []lateDown, more bool) {
 	keep := list[:0]
-	sent := 0
-	for _, l := range list {
+	sent, i := 0, 0
+	for ; i < len(list); i++ {
+		l := list[i]
 		if now.IsZero() == false && l.due.After(now) {
 			keep = append(keep, l)
 			continue
 		}
 		if limit > 0 && sent >= limit {
-			keep = append(keep, l)
 			more = true
-			continue
+			break
 		}
 		if l.leaderLoss != nil && l.leaderLoss.stillDeferred(l.down.PID) == false {
 			continue // the actor handled it already (takeDeferred)
@@ -477,6 +480,12 @@ func (w *watcher) deliverLate(list []lateDown, now time.Time, limit int) (rest [
 		w.process.Send(l.to, down)
 		sent++
 	}
+	if len(keep) == 0 {
+		// nothing kept before the stop: the rest is where it is
+		clear(list[:i])
+		return list[i:], more
+	}
+	keep = append(keep, list[i:]...) // memmove: keep never passes i
 	clear(list[len(keep):])
 	return keep, more
 }

@@ -414,3 +414,55 @@ func TestSharedWatcherHandsDownsOverWhileStillForwarding(t *testing.T) {
 	assert.Equal(t, downsInFlightMax+took, countOf[peerDown](p.sent), "as many more as were taken")
 	assert.Equal(t, 1, countOf[outboxFlush](p.sent), "and one reminder still")
 }
+
+// deliverLate hands over the due downs in order, at most the limit, and
+// keeps every other one in order: the ones not due yet where they were,
+// then the due ones past the limit. Breaks: a late down lost, sent twice,
+// or out of its order when the scan stops at the limit.
+func TestLateDownsGoInOrderAndStopAtTheLimit(t *testing.T) {
+	w, p, _, _ := newSharedWatcher()
+	actor := func(i int) gen.PID { return gen.PID{Node: node("a"), ID: uint64(1000 + i), Creation: 1} }
+	now := t0.Add(time.Second)
+	var list []lateDown
+	notDue := map[int]bool{1: true, 4: true}
+	for i := range 8 {
+		due := now
+		if notDue[i] {
+			due = now.Add(time.Millisecond)
+		}
+		list = append(list, lateDown{to: actor(i), down: peerDown{PID: pid("b"), Reason: gen.ErrNoConnection}, due: due})
+	}
+	order := func(l []lateDown) (ids []uint64) {
+		for _, d := range l {
+			ids = append(ids, d.to.ID)
+		}
+		return ids
+	}
+	rest, more := w.deliverLate(list, now, 3)
+	assert.Equal(t, []any{actor(0), actor(2), actor(3)}, p.sentTo, "the first three due, in order")
+	assert.Equal(t, []uint64{1001, 1004, 1005, 1006, 1007}, order(rest), "the rest in order, the ones not due where they were")
+	assert.True(t, more)
+
+	p.sentTo = nil
+	rest, more = w.deliverLate(rest, now, 3)
+	assert.Equal(t, []any{actor(5), actor(6), actor(7)}, p.sentTo)
+	assert.Equal(t, []uint64{1001, 1004}, order(rest))
+	assert.False(t, more, "none left due")
+
+	p.sentTo = nil
+	rest, more = w.deliverLate(rest, now.Add(time.Millisecond), 3)
+	assert.Equal(t, []any{actor(1), actor(4)}, p.sentTo)
+	assert.Empty(t, rest)
+	assert.False(t, more)
+
+	// all due: the rest is the tail, with nothing moved
+	p.sentTo = nil
+	all := make([]lateDown, 5)
+	for i := range all {
+		all[i] = lateDown{to: actor(i), due: now}
+	}
+	rest, more = w.deliverLate(all, now, 2)
+	assert.Equal(t, []uint64{1002, 1003, 1004}, order(rest))
+	assert.True(t, more)
+	assert.Equal(t, lateDown{}, all[0], "what went out is let go")
+}
