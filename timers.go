@@ -90,6 +90,7 @@ func (e *election) electionTimeout() {
 		// the fast failover's pre-vote goes at its own timer, ranked; this
 		// timer stays its backstop. One that went out already and was not
 		// answered is what this timer campaigns again for.
+		e.findSilentConnections()
 		e.resetElectionDeadline()
 		return
 	}
@@ -97,6 +98,7 @@ func (e *election) electionTimeout() {
 		// the down that starts the fast failover is on its way (pacing.go):
 		// one wake at the end of the wait, not one per election timeout,
 		// each a step of the actor in the very wave the downs pace
+		e.findSilentConnections()
 		e.owedDownWaits++
 		e.electionDeadline = e.owedDownSince.Add(owedDownWait(e.cfg))
 		e.armElectionTimer(e.electionDeadline)
