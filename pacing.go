@@ -472,9 +472,10 @@ func (s *slot) waveOf() *failoverWave {
 // followers campaigned on their own timers instead, through the campaign
 // gate, unranked, both survivors at once, without pledges. Each election
 // then cost the survivors two pre-vote rounds and a vote round or more
-// (split votes), and the wave took the survivors 2 to 4 s of CPU each and
-// 1.6 to 2.7 s to be led again; the followers of the living leaders then
-// heard their hubs late as well.
+// (split votes), and the wave took the survivors 1.2 to 4.7 s of CPU each
+// and was led again at p99 1.5 to 2.8 s (0.5 to 0.85 s with the rule below,
+// docs/performance.md); in some runs the survivors' own leaders lost their
+// leases as their hubs heard each other late.
 //
 // So when a follower's election timer fires while the framework reports no
 // connection to its leader's node, and the leader's process is monitored,
