@@ -40,13 +40,7 @@ func TestSimulationManyClustersOneSurvivorHearsTheCrashLate(t *testing.T) {
 	for _, seed := range scenarioSeeds(t, 40) {
 		k := 6 + int(seed%4)
 		s, f, names := convergedFleet(t, seed, 3, k)
-		victim, _ := f.busiest()
-		want := (k + 2) / 3
-		f.steer(victim, want)
-		led := f.ledBy(victim)
-		if len(led) < want {
-			t.Fatalf("seed %d: %s leads %d of %d elections after steering, want %d", seed, victim, len(led), k, want)
-		}
+		victim, led := steeredVictim(t, seed, f, k)
 		var survivors []gen.Atom
 		for _, name := range names {
 			if name != victim {

@@ -277,6 +277,20 @@ func convergedFleet(t *testing.T, seed uint64, nodes, k int) (*simulator, *simFl
 	return s, f, names
 }
 
+// steeredVictim makes the busiest node of f lead at least a third of its k
+// elections and returns it with the elections it leads.
+func steeredVictim(t *testing.T, seed uint64, f *simFleet, k int) (gen.Atom, []*simCluster) {
+	t.Helper()
+	victim, _ := f.busiest()
+	want := (k + 2) / 3
+	f.steer(victim, want)
+	led := f.ledBy(victim)
+	if len(led) < want {
+		t.Fatalf("seed %d: %s leads %d of %d elections after steering, want %d", seed, victim, len(led), k, want)
+	}
+	return victim, led
+}
+
 // steer makes node lead at least want elections: the leaders of others
 // step down until node succeeds them (a handover goes to the follower
 // heard last, which varies), a bounded number of times each.

@@ -37,13 +37,7 @@ func TestSimulationFollowersWaitForDownsHandedLate(t *testing.T) {
 		if _, ok := f.runUntilConverged(10 * time.Second); ok == false {
 			t.Fatalf("seed %d: the %d elections did not all converge\n%s", seed, k, s.report())
 		}
-		victim, _ := f.busiest()
-		want := (k + 2) / 3
-		f.steer(victim, want)
-		led := f.ledBy(victim)
-		if len(led) < want {
-			t.Fatalf("seed %d: %s leads %d of %d elections after steering, want %d", seed, victim, len(led), k, want)
-		}
+		victim, led := steeredVictim(t, seed, f, k)
 		cfg := f.clusters[0].cfg()
 		lag := 2 * cfg.electionTimeoutMax
 		type counts struct{ rounds, fast, waits uint64 }
