@@ -619,7 +619,8 @@ func (a *Actor) leaderConnectionGone() bool {
 // leader whose down, on its way, starts the fast failover.
 func (a *Actor) fireTimer(now time.Time, kind timerKind, generation uint64) {
 	if kind == timerElection && a.leaderConnectionGone() {
-		a.state.leaderDownOwed(now)
+		lostAt, _ := a.losses.at(a.state.leader.Node)
+		a.state.leaderDownOwed(now, lostAt)
 	}
 	a.state.timer(now, kind, generation)
 }

@@ -24,7 +24,7 @@ func (a *Actor) joinHub() {
 	if a.slot == nil {
 		a.slot = &slot{cluster: a.state.cfg.clusterID, actor: a.PID(), interval: livenessInterval(a.state.cfg), peerSilence: hubPeerSilence(a.state.cfg), stepGrace: leaderStepGrace(a.state.cfg),
 			beatEvery: a.state.cfg.heartbeatInterval, freshCap: maxFresh(a.state.cfg), board: boardOf(a.Node()),
-			everyBeat: a.state.cfg.assumeSymmetricLoss}
+			everyBeat: a.state.cfg.assumeSymmetricLoss, losses: a.losses}
 	}
 	// until the hub confirms, ask again now and then: it may have failed
 	// between the join and the answer, or could not be started

@@ -81,6 +81,7 @@ type slot struct {
 	everyBeat bool
 	freshCap  time.Duration // the longest F a ping may ask of the actor (timing.go, maxFresh)
 	board     *pingBoard    // the node's ping board (pings.go)
+	losses    *lossBoard    // the actor's loss board (watcher.go), for owed downs (pacing.go)
 	key       uint64        // the hub's number for it (routes.go); only the hub reads and writes it
 
 	lead     bool // granted by the actor: open rounds for the actor

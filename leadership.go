@@ -264,6 +264,15 @@ func (e *election) leaderLost(pid gen.PID, reported time.Time, proof bool) {
 	if e.role != roleFollower {
 		return
 	}
+	if e.electionDeadline.After(e.now) == false {
+		// The election timer is the fast failover's backstop. A down that
+		// came after the leader's election timeout ran out (a wave's later
+		// elections, whose downs the shared watcher paced, their timers held
+		// by the hub for them: pacing.go) would have it fire at once, a step
+		// that only finds the failover pending; it counts from now instead.
+		e.resetElectionDeadline()
+		e.armElectionTimer(e.electionDeadline)
+	}
 	others := e.wave.join(e.now, waveWindow(e.cfg))
 	delay := e.fastFailoverDelay(others >= waveThreshold)
 	start := reported

@@ -474,7 +474,7 @@ func followingMonitored(t *testing.T) *stateHarness {
 func TestAnElectionTimeoutWaitsForTheLeadersOwedDown(t *testing.T) {
 	h := followingMonitored(t)
 	h.now = h.e.electionDeadline.Add(time.Millisecond)
-	h.e.leaderDownOwed(h.now) // the actor found no connection to b's node
+	h.e.leaderDownOwed(h.now, time.Time{}) // the actor found no connection to b's node
 	out := h.fire(timerElection)
 	assert.Empty(t, sentTo[msgPreVote](out, "c"), "the down is on its way: no campaign on the timer")
 	assert.Equal(t, pid("b"), h.e.leader)
@@ -497,7 +497,7 @@ func TestAnOwedDownIsWaitedForOnlyForItsBound(t *testing.T) {
 	h.now = h.e.electionDeadline.Add(time.Millisecond)
 	since := h.now
 	for i := 0; ; i++ {
-		h.e.leaderDownOwed(h.now) // at every firing, as the actor does
+		h.e.leaderDownOwed(h.now, time.Time{}) // at every firing, as the actor does
 		out := h.fire(timerElection)
 		if len(sentTo[msgPreVote](out, "c")) > 0 {
 			assert.GreaterOrEqual(t, h.now.Sub(since), owedDownWait(h.e.cfg), "campaigned before the bound")
@@ -517,20 +517,22 @@ func TestADownIsOwedOnlyForAMonitoredLeaderAndAnewAfterItWasHeard(t *testing.T) 
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 1})
 	h.e.takeEffects()
 	require.False(t, h.e.members[node("b")].watchAskedAt.IsZero(), "the harness's leader is not monitored yet")
+	assert.Zero(t, h.e.owedDownHold(), "no monitor: the hub may not hold the timer either")
 	h.now = h.e.electionDeadline.Add(time.Millisecond)
-	h.e.leaderDownOwed(h.now)
+	h.e.leaderDownOwed(h.now, time.Time{})
 	out := h.fire(timerElection)
 	assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "no monitor, no down owed: it campaigns on its timer")
 
 	h = followingMonitored(t)
-	h.e.leaderDownOwed(h.now)
+	assert.Equal(t, owedDownWait(h.e.cfg), h.e.owedDownHold())
+	h.e.leaderDownOwed(h.now, time.Time{})
 	first := h.e.owedDownSince
 	h.advance(owedDownWait(h.e.cfg))
-	h.e.leaderDownOwed(h.now)
+	h.e.leaderDownOwed(h.now, time.Time{})
 	assert.Equal(t, first, h.e.owedDownSince, "the same wait: its bound counts from the first")
 	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b"), Round: 2})
 	h.advance(time.Millisecond)
-	h.e.leaderDownOwed(h.now)
+	h.e.leaderDownOwed(h.now, time.Time{})
 	assert.Equal(t, h.now, h.e.owedDownSince, "the leader was heard since: a new wait")
 }
 
@@ -557,4 +559,88 @@ func TestAnElectionTimeoutCampaignsAgainForAFastPreVoteNobodyAnswered(t *testing
 	out = h.expireElection()
 	assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "the election timer asks again")
 	assert.EqualValues(t, 2, h.e.preVoteRounds, "a second round")
+}
+
+// The hub holds a follower's parked election timer while the actor's loss
+// board shows the loss of its leader's node after the hub last heard that
+// leader: the down is with the shared watcher, and waking the follower
+// only to wait for it was a step per follower of a crash's wave. Breaks:
+// the hub wakes every follower of a crashed leader at its timeout (the
+// holding never happens), holds a follower whose leader was heard after
+// the loss (a new connection), holds one for whom no down is owed, or
+// holds it past the bound.
+func TestAHubHoldsAParkedElectionTimerForAnOwedDown(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const slack = 150 * time.Millisecond
+	wait := owedDownWait(config{electionTimeoutMax: 300 * time.Millisecond})
+	newFollower := func(owedWait time.Duration) *slot {
+		s := &slot{cluster: "c", actor: pid("a"), follow: pid("b"), followTerm: 4, beatAt: t0, losses: &lossBoard{}}
+		_, parked := s.park(timerElection, parkedTimer{generation: 1, at: t0.Add(slack), slack: slack, owedWait: owedWait}, t0, parkHorizon(5*time.Millisecond))
+		require.True(t, parked)
+		return s
+	}
+	due := func(s *slot) time.Time {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.dueAt(0)
+	}
+
+	s := newFollower(wait)
+	assert.Equal(t, t0.Add(slack), due(s), "nothing lost: due at its timeout")
+	lost := t0.Add(20 * time.Millisecond)
+	s.losses.mark(node("b"), lost)
+	assert.Equal(t, lost.Add(wait), due(s), "held for the owed down, its bound counted from the loss")
+	s.mu.Lock()
+	wakes := s.dueParked(t0.Add(2*slack), parkHorizon(5*time.Millisecond), nil)
+	s.mu.Unlock()
+	assert.Empty(t, wakes, "no wake while the down is owed")
+	s.mu.Lock()
+	wakes = s.dueParked(lost.Add(wait), parkHorizon(5*time.Millisecond), nil)
+	s.mu.Unlock()
+	assert.Len(t, wakes, 1, "woken at the bound")
+
+	s = newFollower(wait)
+	s.losses.mark(node("b"), t0.Add(-time.Millisecond))
+	assert.Equal(t, t0.Add(slack), due(s), "a loss before the leader was last heard is an older connection's")
+
+	s = newFollower(0)
+	s.losses.mark(node("b"), t0.Add(slack+50*time.Millisecond))
+	assert.Equal(t, t0.Add(slack), due(s), "no down owed (the leader is not monitored): not held")
+
+	s = newFollower(wait)
+	s.losses.mark(node("c"), lost)
+	assert.Equal(t, t0.Add(slack), due(s), "another node's loss is not the leader's")
+}
+
+// The actor's side of the hold: an election woken at the bound counts its
+// wait from the loss and campaigns, rather than waiting a bound more; a
+// loss older than the leader's last word starts the wait now. Breaks: a
+// down that never comes costs twice the bound.
+func TestAnOwedDownWaitCountsFromTheLoss(t *testing.T) {
+	h := followingMonitored(t)
+	lost := h.now.Add(time.Millisecond)
+	h.now = lost.Add(owedDownWait(h.e.cfg))
+	h.e.leaderDownOwed(h.now, lost)
+	assert.Equal(t, lost, h.e.owedDownSince)
+	out := h.fire(timerElection)
+	assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "the bound ran out while the hub held the timer: it campaigns")
+
+	h = followingMonitored(t)
+	heard := h.e.members[node("b")].lastHeard
+	h.advance(time.Second)
+	h.e.leaderDownOwed(h.now, heard.Add(-time.Millisecond))
+	assert.Equal(t, h.now, h.e.owedDownSince, "an older connection's loss: the wait starts now")
+}
+
+// A down that comes after the leader's election timeout ran out re-arms
+// the election timer a timeout ahead, as the fast failover's backstop.
+// Breaks: the timer fires at once, a step per election of a wave that only
+// finds its failover pending.
+func TestADownAfterTheElectionTimeoutRanOutPutsTheBackstopAhead(t *testing.T) {
+	h := followingMonitored(t)
+	h.now = h.e.electionDeadline.Add(time.Second) // the hub held the timer
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	require.True(t, h.e.failingOverFast())
+	assert.True(t, h.e.timers[timerElection].armed)
+	assert.GreaterOrEqual(t, h.e.electionFireAt.Sub(h.now), h.e.cfg.electionTimeoutMin, "the backstop a timeout ahead")
 }

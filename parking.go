@@ -56,6 +56,10 @@ type parkedTimer struct {
 	lease      time.Duration // leader: how long an acknowledged round holds the lease
 	need       int           // leader: follower nodes whose acknowledgements a lease needs
 	sent       bool          // the hub has fired this generation
+	// follower: how long after a lost connection to its leader's node the
+	// timer waits for the leader's down (pacing.go, owed downs); 0: no down
+	// is owed for that leader
+	owedWait time.Duration
 }
 
 // hubWake is a parked timer the hub fired (local only, never encoded).
@@ -106,7 +110,7 @@ func (s *slot) park(kind timerKind, p parkedTimer, now time.Time, horizon time.D
 	s.visitSoon()
 	old := s.parked[i]
 	p.active = true
-	p.sent = old.sent && old.generation == p.generation && old.at.Equal(p.at) && old.need == p.need && old.lease == p.lease && old.slack == p.slack
+	p.sent = old.sent && old.generation == p.generation && old.at.Equal(p.at) && old.need == p.need && old.lease == p.lease && old.slack == p.slack && old.owedWait == p.owedWait
 	s.parked[i] = p
 	if p.sent {
 		return time.Time{}, true // on its way
@@ -139,10 +143,15 @@ func (s *slot) dueAt(i int) time.Time {
 				at = t
 			}
 		}
+		heard := s.beatAt
 		if v := s.vouchedAt(); v.IsZero() == false {
 			if t := v.Add(p.slack); t.After(at) {
 				at = t
 			}
+			heard = later(heard, v)
+		}
+		if t := s.owedDownUntil(p.owedWait, heard); t.After(at) {
+			at = t
 		}
 	case timerLease:
 		if t := s.hubLease(p.lease, p.need); t.After(at) {
@@ -384,6 +393,7 @@ func (a *Actor) parkTerms(kind timerKind, rec *actorTimer) parkedTimer {
 	switch kind {
 	case timerElection:
 		p.slack = a.state.randomTimeout()
+		p.owedWait = a.state.owedDownHold()
 	case timerLease:
 		p.lease, p.need = a.state.leaseDuration(), a.state.quorum()-1
 	}

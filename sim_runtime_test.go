@@ -101,10 +101,11 @@ type simulator struct {
 	// node still reports the connection up
 	noticeLag map[gen.Atom]time.Duration
 	unnoticed map[[2]gen.Atom]time.Time
-	// downLag is how much later than its notice a node's processes get
-	// the downs of a lost connection, while the node already reports the
-	// connection gone: the late end of a crash's thousands of downs, which
-	// a shared watcher hands over a few dozen at a time
+	// downLag is how much later a node's election actors get the downs
+	// of a lost connection from its watchers, which got them at once, while
+	// the node already reports the connection gone: the late end of a
+	// crash's thousands of downs, which a shared watcher hands over a few
+	// dozen at a time
 	downLag  map[gen.Atom]time.Duration
 	epochs   uint64
 	lastSend map[[2]gen.Atom]time.Time // FIFO delivery per directed link
@@ -331,7 +332,7 @@ func (s *simulator) disconnect(a, b gen.Atom) {
 			if watcher.Node == pair[0] && s.nodeMons[watcher][pair[1]] {
 				delete(s.nodeMons[watcher], pair[1])
 				peer := pair[1]
-				s.after(s.delay()+s.noticeLag[watcher.Node]+s.downLag[watcher.Node], "", func() {
+				s.after(s.delay()+s.noticeLag[watcher.Node], "", func() {
 					if p := s.process(watcher); p != nil {
 						p.push(p.mailbox.System, gen.MailboxMessageTypeRegular, simCorePID(s.nodes[watcher.Node]), gen.MessageDownNode{Name: peer})
 					}
@@ -344,7 +345,7 @@ func (s *simulator) disconnect(a, b gen.Atom) {
 		for _, watcher := range sortedPIDs(watchers) {
 			if (target.Node == a && watcher.Node == b) || (target.Node == b && watcher.Node == a) {
 				delete(watchers, watcher)
-				s.deliverDown(watcher, target, gen.ErrNoConnection, s.delay()+s.noticeLag[watcher.Node]+s.downLag[watcher.Node])
+				s.deliverDown(watcher, target, gen.ErrNoConnection, s.delay()+s.noticeLag[watcher.Node])
 			}
 		}
 	}
@@ -410,7 +411,11 @@ func (s *simulator) send(from gen.PID, to any, message any) error {
 		if s.process(to) == nil {
 			return gen.ErrProcessUnknown // as the framework reports a local send
 		}
-		s.after(0, "", func() {
+		lag := time.Duration(0)
+		if down, ok := message.(peerDown); ok && errors.Is(down.Reason, gen.ErrNoConnection) {
+			lag = s.downLag[dst]
+		}
+		s.after(lag, "", func() {
 			if p := s.process(to); p != nil {
 				s.note("deliver %s", desc)
 				p.push(p.mailbox.Main, gen.MailboxMessageTypeRegular, from, message)

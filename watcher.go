@@ -337,6 +337,17 @@ func (b *lossBoard) mark(node gen.Atom, at time.Time) {
 	b.lost[node] = at
 }
 
+// at returns when node's connection was last lost; false if never.
+func (b *lossBoard) at(node gen.Atom) (time.Time, bool) {
+	if b == nil {
+		return time.Time{}, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	at, ok := b.lost[node]
+	return at, ok
+}
+
 // since reports whether node's connection was lost after t.
 func (b *lossBoard) since(node gen.Atom, t time.Time) bool {
 	if b == nil {
