@@ -466,3 +466,21 @@ func TestLateDownsGoInOrderAndStopAtTheLimit(t *testing.T) {
 	assert.True(t, more)
 	assert.Equal(t, lateDown{}, all[0], "what went out is let go")
 }
+
+// The late downs wait while downs that may not wait are queued: they would
+// take their places in flight and their steps from the failovers. Breaks:
+// a crash's wave shares its pace with thousands of downs that could wait.
+func TestLateDownsWaitForTheOutbox(t *testing.T) {
+	w, p, a1, a2 := newSharedWatcher()
+	w.late = []lateDown{{to: a1, down: peerDown{PID: pid("b"), Reason: gen.ErrNoConnection}, due: t0}}
+	w.outbox = []lateDown{{to: a2, down: peerDown{PID: pid("b"), Reason: gen.ErrNoConnection}}}
+	w.flushLate() // room in flight: only the outbox holds it back
+	assert.NotContains(t, p.sentTo, any(a1), "a late down went out while the outbox waited")
+	assert.Len(t, w.late, 1)
+	assert.True(t, w.lateArmed, "it looks again")
+
+	w.outbox = nil
+	w.flushLate()
+	assert.Contains(t, p.sentTo, any(a1), "the outbox is empty: the late down goes")
+	assert.Empty(t, w.late)
+}
