@@ -260,7 +260,7 @@ func (w *watcher) armLate(after time.Duration) {
 
 // flushLate hands over the late downs that are due, at most lateBatch of
 // them, and waits for the rest; while downs that may not wait are queued
-// (the outbox), it hands over none (lateAfterOutbox).
+// in the outbox, it hands over none (see lateBatch).
 func (w *watcher) flushLate() {
 	w.lateArmed = false
 	now := w.clock()
@@ -453,7 +453,7 @@ const (
 )
 
 // The late downs also wait for the outbox: while downs that may not wait
-// are queued there, none of the late ones goes out (lateAfterOutbox). Both
+// are queued there, none of the late ones goes out (flushLate). Both
 // kinds take their turn in the same downsInFlightMax, and a crash under
 // 10,000 elections handed a survivor's elections about 2,000 late downs in
 // the first second of the wave, each a step and a place in flight that the

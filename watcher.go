@@ -321,8 +321,11 @@ func (w *watcher) tell(pid gen.PID, message any) {
 // busy in a callback (or stalled) has not handled the down yet, and its
 // connection may even be back (a new one), but the acknowledgements it got
 // over the lost connection no longer count toward its lease, because the
-// other side may already be failing over (lease.go). The watcher and the
-// actor are two goroutines of one OS process, hence the mutex.
+// other side may already be failing over (lease.go). The node's liveness
+// hub reads it too, to hold the timers of followers whose leader's down is
+// owed (pacing.go). The watcher, the actor and the hub are goroutines of
+// one OS process, hence the mutex, which is never held while another lock
+// is taken.
 type lossBoard struct {
 	mu   sync.Mutex
 	lost map[gen.Atom]time.Time
@@ -350,12 +353,7 @@ func (b *lossBoard) at(node gen.Atom) (time.Time, bool) {
 
 // since reports whether node's connection was lost after t.
 func (b *lossBoard) since(node gen.Atom, t time.Time) bool {
-	if b == nil {
-		return false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	at, ok := b.lost[node]
+	at, ok := b.at(node)
 	return ok && at.Before(t) == false
 }
 
