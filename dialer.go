@@ -119,6 +119,7 @@ func (d *dialer) serve(request dialRequest) {
 	if _, err := d.process.Node().Network().Node(request.Node); err == nil {
 		// connected already (the peer dialed): nothing to wait for
 		d.process.Send(d.process.Parent(), dialResult{Node: request.Node})
+		tellPeerBack(d.process, request.Node)
 		return
 	}
 	if wait := connectionResets.redialWait(d.process.Node(), request.Node, d.clock()); wait > 0 {
@@ -135,6 +136,9 @@ func (d *dialer) serve(request dialRequest) {
 	d.process.Send(d.process.Parent(), dialResult{Node: request.Node, Err: err})
 	for _, pid := range waiters {
 		d.process.Send(pid, sharedDialResult{Node: request.Node})
+	}
+	if err == nil {
+		tellPeerBack(d.process, request.Node)
 	}
 }
 
@@ -218,7 +222,13 @@ const maxQueued = 16
 // fails fast against a host that refuses, and blocks only against one that
 // drops packets.
 func (a *Actor) sendConnected(node gen.Atom, to any, message any) error {
-	if node == "" || node == a.Node().Name() || a.connected(node) {
+	if node == "" || node == a.Node().Name() {
+		return a.Send(to, message)
+	}
+	if a.connected(node) {
+		if _, hello := message.(msgHello); hello {
+			tellPeerBack(a, node) // the peer dialed: whoever waits for it probes
+		}
 		return a.Send(to, message)
 	}
 	if a.dialing[node] == false {
@@ -232,10 +242,12 @@ func (a *Actor) sendConnected(node gen.Atom, to any, message any) error {
 		switch joined, err := connectionResets.joinDial(a.Node(), node, a.PID(), a.clock(), a.dialShare()); {
 		case err != nil:
 			a.state.dialed(a.clock(), node, err)
+			a.parkProbe(node, message)
 			return errQueued
 		case joined:
 			// this send fails; the election hears of the dial only if it
 			// connects (sharedDialResult), and then probes at once
+			a.parkProbe(node, message)
 			return errDialShared
 		}
 	}
@@ -260,8 +272,12 @@ func (a *Actor) hold(node gen.Atom, to any, message any) {
 
 // sharedDialResult tells an election that a dial another election's
 // dialer made while this one wanted to reach Node connected
-// (connectionBoard.joinDial).
-type sharedDialResult struct{ Node gen.Atom }
+// (connectionBoard.joinDial), or, with Spread, that Node's connection is up
+// while its ghost probe waited on the board (ghostprobe.go).
+type sharedDialResult struct {
+	Node   gen.Atom
+	Spread bool
+}
 
 // errDialShared is the outcome of a send to a node that another election
 // of this node is dialing: the send is not made, and the election backs
@@ -357,6 +373,9 @@ type connectionBoard struct {
 	// dials in progress, and the last failed dial per peer (dial)
 	dials    map[connectionKey]*sharedDial
 	failures map[connectionKey]dialFailure
+	// the elections waiting for a connection to a ghost's node
+	// (ghostprobe.go)
+	ghosts map[connectionKey]*ghostWaiters
 	// starvedAt is, per node, when a timer of one of its elections last
 	// fired late by more than starvedLateness (markStarved)
 	starvedAt map[gen.Node]time.Time
@@ -381,6 +400,7 @@ func (b *connectionBoard) forget(node gen.Node) {
 	dropWhere(b.redialAt, of)
 	dropWhere(b.inbound, func(key connectionKey, _ inboundSample) bool { return key.node == node })
 	dropWhere(b.failures, func(key connectionKey, _ dialFailure) bool { return key.node == node })
+	dropWhere(b.ghosts, func(key connectionKey, _ *ghostWaiters) bool { return key.node == node })
 	delete(b.starvedAt, node)
 }
 
@@ -410,6 +430,7 @@ func (b *connectionBoard) sweepLocked(now time.Time) {
 	dropWhere(b.redialAt, stale)
 	dropWhere(b.inbound, func(key connectionKey, s inboundSample) bool { return stale(key, s.since) })
 	dropWhere(b.failures, func(key connectionKey, f dialFailure) bool { return stale(key, f.at) })
+	dropWhere(b.ghosts, func(key connectionKey, w *ghostWaiters) bool { return stale(key, w.since) })
 	for node, at := range b.starvedAt {
 		if now.Sub(at) > boardRetention || node.IsAlive() == false {
 			delete(b.starvedAt, node)

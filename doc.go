@@ -210,6 +210,7 @@
 // helpers end with their last election), pacing.go (node-wide pacing:
 // campaign turns, failover waves, owed downs, spare losses), nodestate.go (what goes
 // when a node stops), atoms.go. The framework's connections: dialer.go,
+// ghostprobe.go (a dead node is probed once per node, not per election),
 // silence.go, linkprobe.go (a silent connection is reset only when the
 // other node's framework does not answer over it); olderframeworks.go
 // holds what only a framework older than v3.3.0 needs, off when both ends

@@ -266,6 +266,15 @@ func waveExtra(cfg config, rank int) time.Duration {
 // split their votes. A down that never comes costs a failover this much.
 func owedDownWait(cfg config) time.Duration { return 10 * cfg.electionTimeoutMax }
 
+// parkedProbeBackstop is how long after its Hello found the ghost's node
+// being dialed by another election of this node, or failing to connect a
+// moment ago, an election probes the ghost again if the board did not tell
+// it the connection is up (ghostprobe.go): half of GhostTTL (2.5 s at the
+// default), at least one ghost probe spacing.
+func parkedProbeBackstop(cfg config) time.Duration {
+	return max(cfg.ghostTTL/2, max(cfg.ghostTTL/8, cfg.electionTimeoutMax))
+}
+
 // ghostProbeSpacing is the time between two Hellos to a ghost from a member
 // that is not leading: an eighth of GhostTTL (625 ms at the default), at
 // least ElectionTimeoutMax, with a quarter of jitter so that the elections of
