@@ -512,12 +512,13 @@ func (a *Actor) handleRegular(from gen.PID, message any) error {
 		return nil
 	case sharedDialResult:
 		// another election's dialer connected to a node this one wanted
-		// to reach (joinDial): the back-off of that failed send is over
+		// to reach (joinDial), or the connection to a ghost's node is up
+		// (Spread, ghostprobe.go)
 		if from.Node != a.Node().Name() {
 			a.state.drop("foreign_dial_result")
 			return nil
 		}
-		a.state.sharedDialConnected(now, m.Node)
+		a.state.sharedDialConnected(now, m.Node, m.Spread)
 		return nil
 	case timerFired:
 		if from != a.PID() {

@@ -127,7 +127,7 @@ func TestASharedDialThatConnectsEndsTheBackOff(t *testing.T) {
 	h.e.probe(m)
 	assert.Empty(t, sentTo[msgHello](h.e.takeEffects(), "b"), "no send by name during the back-off")
 
-	h.e.sharedDialConnected(h.now, node("b"))
+	h.e.sharedDialConnected(h.now, node("b"), false)
 	assert.Zero(t, m.nameBackoffUntil, "the back-off is over")
 	assert.Len(t, sentTo[msgHello](h.e.takeEffects(), "b"), 1, "and the member is probed at once")
 }

@@ -57,7 +57,8 @@ func TestPeerBackProbesTheGhostWithinASpacing(t *testing.T) {
 	m := h.e.members[node("b")]
 	require.True(t, h.e.probeParked(h.now, node("b")))
 	h.advance(10 * time.Millisecond)
-	h.e.peerBack(h.now, node("b"))
+	h.e.sharedDialConnected(h.now, node("b"), true) // the board's word
+	assert.Empty(t, sentTo[msgHello](h.e.takeEffects(), "b"), "no Hello at once: the node's elections would say it in one burst")
 	assert.False(t, m.nextProbe.Before(h.now))
 	assert.LessOrEqual(t, m.nextProbe.Sub(h.now), h.e.ghostProbeSpacing()*5/4+time.Millisecond)
 	h.now = m.nextProbe

@@ -762,8 +762,14 @@ func (e *election) dialed(now time.Time, node gen.Atom, err error) {
 
 // sharedDialConnected handles another election's dial that connected to
 // node while this one's send there failed for it (errDialShared): the
-// back-off of that send is over, and the member is probed at once.
-func (e *election) sharedDialConnected(now time.Time, node gen.Atom) {
+// back-off of that send is over, and the member is probed at once. With
+// spread, the word came from the board to a ghost's probe that waited
+// there (ghostprobe.go), and the probe comes within a spacing.
+func (e *election) sharedDialConnected(now time.Time, node gen.Atom, spread bool) {
+	if spread {
+		e.peerBack(now, node)
+		return
+	}
 	if m, ok := e.members[node]; ok {
 		m.nameFailures, m.nameBackoffUntil = 0, time.Time{}
 	}
