@@ -110,8 +110,9 @@ type hub struct {
 	longestSilence time.Duration // the longest peerSilence of the slots
 	sweptAt        time.Time     // the last forgetGonePeers
 	intervalKnown  bool
-	// batchSize is the size of the largest msgBeats sent to each node: a
-	// tick's buffer of records to that node starts that large
+	// batchSize is the size of the recent msgBeats sent to each node (the
+	// last one's, or half the previous figure if that is larger): a tick's
+	// buffer of records to that node starts that large (appendRecord)
 	batchSize map[gen.Atom]int
 	malformed uint64 // messages from other hubs whose records did not all parse
 	// answers read more than slowAnswerIntervals after their ping was

@@ -3,6 +3,7 @@ package leader
 import (
 	"math"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -751,4 +752,59 @@ func TestHubWakesALeaderForANodeItDecidesNotToCarry(t *testing.T) {
 	assert.Equal(t, 1, wakes(), "the leader is woken to send to c itself")
 	h.tick()
 	assert.Equal(t, 1, wakes(), "once")
+}
+
+// A tick's buffer of records starts at the size of that node's recent
+// batches, not its largest ever: once a tick carried every leader's record
+// (a refresh, the new leaders after a crash), a tick with one record must
+// not make a buffer for all of them again, every tick, for as long as the
+// node runs.
+func TestATicksRecordBufferFollowsRecentBatches(t *testing.T) {
+	const leaders = 200
+	var slots []*slot
+	for i := 0; i < leaders; i++ {
+		s := &slot{cluster: "c" + strconv.Itoa(i), actor: gen.PID{Node: node("a"), ID: uint64(100 + i), Creation: 1},
+			interval: 5 * time.Millisecond, stepGrace: 75 * time.Millisecond}
+		s.share(grant{lead: true, leadTerm: 2, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
+		slots = append(slots, s)
+	}
+	h, p := newTestHub(slots...)
+	now := t0
+	h.clock = func() time.Time { return now }
+	records := func() []msgBeats {
+		var list []msgBeats
+		for _, m := range p.sent {
+			if b, ok := m.(msgBeats); ok && len(b.Beats) > 0 {
+				list = append(list, b)
+			}
+		}
+		p.sent = nil
+		return list
+	}
+	h.tick()
+	first := records()
+	require.Len(t, first, 1, "every new leader's record, in one batch")
+	entries, malformed := unpackBeats(first[0])
+	require.False(t, malformed)
+	require.Len(t, entries, leaders)
+	full := len(first[0].Beats)
+
+	for _, s := range slots[1:] {
+		s.share(grant{}) // all but one stood down
+	}
+	for i := 0; i < 10; i++ { // ticks with pings, and a record or none
+		now = now.Add(5 * time.Millisecond)
+		h.tick()
+		records()
+	}
+	slots[0].share(grant{lead: true, leadTerm: 3, followers: map[gen.Atom]gen.PID{node("b"): pid("b")}})
+	now = now.Add(5 * time.Millisecond)
+	h.tick()
+	sent := records()
+	require.Len(t, sent, 1, "the leader left sends a record for its new term")
+	last := sent[0]
+	entries, malformed = unpackBeats(last)
+	require.False(t, malformed)
+	require.Len(t, entries, 1)
+	assert.Less(t, cap(last.Beats), full/4, "a batch of one record in a buffer made for %d", leaders)
 }

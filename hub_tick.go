@@ -292,7 +292,7 @@ func (h *hub) openRounds(slots []*slot, ticking, full, refresh bool) {
 	seq := h.pings.next(now)
 	for _, b := range batches {
 		// by name: a restarted node's hub is a new process
-		h.batchSize[b.node] = max(h.batchSize[b.node], len(b.beats))
+		h.batchSize[b.node] = max(h.batchSize[b.node]/2, len(b.beats))
 		m := msgBeats{Beats: b.beats}
 		if h.pingPeers[b.node] || len(b.beats) > 0 {
 			m.Ping, m.LeadEpoch = seq, h.leadEpoch
@@ -497,9 +497,15 @@ func (t *tickBatches) of(h *hub, node gen.Atom, now time.Time, ttl time.Duration
 }
 
 // appendRecord adds a leader's record to the batch. The buffer is made at
-// the first record, sized from the largest batch to that node so far: most
-// ticks carry pings alone, and a buffer made for every node at every tick
-// was most of what an idle hub allocated.
+// the first record, not before: most ticks carry pings alone, and a buffer
+// made for every node at every tick was most of what an idle hub
+// allocated. It starts at the size of that node's recent batches
+// (batchSize halves at every batch and is never below the last one), not
+// the largest ever: after a node crash, or a refresh that carried every
+// leader's record, a tick with a handful of records made a buffer for
+// thousands of them, the largest share of what a survivor allocated in
+// the seconds after a crash of thousands of elections, and so of its
+// collector's work.
 func (b *nodeBatch) appendRecord(h *hub, s *slot, named bool) {
 	if b.beats == nil {
 		size := h.batchSize[b.node]
