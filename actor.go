@@ -68,6 +68,8 @@ type ActorBehavior interface {
 	//   - ergo:prevote_rounds: pre-vote rounds started
 	//   - ergo:fast_failover_rounds: pre-votes started early after the leader's
 	//     down
+	//   - ergo:lease_reclaims: pre-votes this node asked at once, to lead the
+	//     next term, after its lease as leader ran out
 	//   - ergo:pledges_given: votes this node gave with its grants of fast
 	//     pre-votes (pledged votes)
 	//   - ergo:pledged_elections: elections this node started with votes
