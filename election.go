@@ -273,8 +273,12 @@ type election struct {
 	owedDownFrom  gen.PID
 	owedDownSince time.Time
 	owedDownWaits uint64 // election timeouts that waited for an owed down
-	handovers     uint64
-	lastHandover  string
+	stallGraces   uint64 // election timeouts that came too late to trust (stalledPastDeadline)
+	// the leader's lastHeard when the last stall grace was given: one
+	// grace per silence
+	graceHeard   time.Time
+	handovers    uint64
+	lastHandover string
 
 	out effects
 }

@@ -308,3 +308,48 @@ func TestAFollowerPledgesToTheLeaderItStillFollows(t *testing.T) {
 	reply = sentTo[msgPreVoteReply](out, other)[0]
 	assert.Zero(t, reply.Pledged, "the vote of term 2 is given")
 }
+
+// A follower whose election timeout comes long past its deadline (its node
+// did not run: a stall of every node) keeps its leader one more timeout,
+// and the leader, whose lease ran out in the same stall, reclaims the next
+// term through it at once. Once per silence: the next timeout campaigns.
+func TestAStalledFollowerWaitsForItsLeadersReclaim(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c"})
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+	h.now = h.e.electionDeadline.Add(stallLateness(h.e.cfg)) // stopped for a while
+	out := h.fire(timerElection)
+	assert.Empty(t, sentTo[msgPreVote](out, "b"), "no campaign on a silence that was this node's own")
+	assert.Equal(t, pid("b"), h.e.leader, "it still follows b")
+	assert.Equal(t, uint64(1), h.e.stallGraces)
+	assert.True(t, h.e.electionDeadline.After(h.now), "one more election timeout, from now")
+
+	out = h.recv("b", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3, Pledge: true})
+	reply := sentTo[msgPreVoteReply](out, "b")[0]
+	assert.True(t, reply.Granted)
+	assert.Equal(t, uint64(2), reply.Pledged, "b's reclaim gets its pledge")
+
+	t.Run("once per silence", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "c")
+		h.recv("b", msgHello{ClusterID: "c"})
+		h.recv("c", msgHello{ClusterID: "c"})
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		h.now = h.e.electionDeadline.Add(stallLateness(h.e.cfg))
+		h.fire(timerElection)
+		h.now = h.e.electionDeadline.Add(stallLateness(h.e.cfg)) // stalled again, nothing heard
+		out := h.fire(timerElection)
+		assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "the same silence twice: it campaigns")
+		assert.Equal(t, uint64(1), h.e.stallGraces)
+	})
+	t.Run("a timeout on time campaigns", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "c")
+		h.recv("b", msgHello{ClusterID: "c"})
+		h.recv("c", msgHello{ClusterID: "c"})
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		h.now = h.e.electionDeadline.Add(stallLateness(h.e.cfg) - time.Millisecond)
+		out := h.fire(timerElection)
+		assert.Len(t, sentTo[msgPreVote](out, "c"), 1)
+		assert.Zero(t, h.e.stallGraces)
+	})
+}
