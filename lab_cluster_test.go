@@ -289,7 +289,10 @@ func labSIGSTOPLeader(t *testing.T, size int, stall time.Duration) {
 // looks (the first pings after the resume are answered), it leads on at
 // the same term; when it stands down, it asks at once to lead the next
 // term (reclaim, ergo:lease_reclaims), and the election is led again at a
-// later term.
+// later term. Which node leads then is logged, not checked: the followers,
+// whose timeouts came late too, wait one more timeout for the reclaim
+// (stalledPastDeadline), which kept the same node leading in 20 of 20 runs,
+// but a liveness preference is no guarantee on a loaded machine.
 func TestLabAStallOfEveryNodeIsReclaimed(t *testing.T) {
 	lab.Require(t)
 	const electMin, electMax, hb = 150, 300, 50
