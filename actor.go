@@ -68,6 +68,11 @@ type ActorBehavior interface {
 	//   - ergo:prevote_rounds: pre-vote rounds started
 	//   - ergo:fast_failover_rounds: pre-votes started early after the leader's
 	//     down
+	//   - ergo:lease_reclaims: pre-votes this node asked at once, to lead the
+	//     next term, after its lease as leader ran out
+	//   - ergo:stall_graces: election timeouts that came so late past their
+	//     deadline that this follower kept its leader one more timeout rather
+	//     than campaign (its node had not run)
 	//   - ergo:pledges_given: votes this node gave with its grants of fast
 	//     pre-votes (pledged votes)
 	//   - ergo:pledged_elections: elections this node started with votes

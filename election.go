@@ -265,6 +265,7 @@ type election struct {
 	timerWakeups         uint64                 // timers that went off (parking.go keeps idle elections from them)
 	preVoteRounds        uint64
 	fastRounds           uint64
+	reclaims             uint64 // pre-votes asked at once after this node's lease ran out (reclaim)
 	deferredFailovers    uint64 // fast failovers given up for a survivor ranked earlier
 	waveDelayed          uint64 // fast failovers that waited longer, in a wave of them (pacing.go)
 	// the leader whose down the framework owes this follower, and since
@@ -272,8 +273,12 @@ type election struct {
 	owedDownFrom  gen.PID
 	owedDownSince time.Time
 	owedDownWaits uint64 // election timeouts that waited for an owed down
-	handovers     uint64
-	lastHandover  string
+	stallGraces   uint64 // election timeouts that came too late to trust (stalledPastDeadline)
+	// the leader's lastHeard when the last stall grace was given: one
+	// grace per silence
+	graceHeard   time.Time
+	handovers    uint64
+	lastHandover string
 
 	out effects
 }
@@ -604,9 +609,10 @@ func (e *election) handlePreVote(m *member, req msgPreVote) {
 		reply.Leader = supported
 	case req.ViewSize+req.Seats < e.cfg.minClusterSize:
 		// the candidate could not be eligible under the floor
-	case e.hearsLeader():
+	case e.hearsLeader() && m.pid != e.leader:
 		// leader stickiness: no help from a follower that still hears
-		// its leader (hearsLeader)
+		// its leader (hearsLeader), for anyone but that leader, whose
+		// lease ran out and who asks to lead the next term (reclaim)
 		e.drop("leader_heard")
 		reply.Leader = e.leader
 	case e.failingOverFast() && e.rankedBefore(e.self.Node, m.node):

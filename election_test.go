@@ -200,9 +200,8 @@ func TestFastFailoverDefersToTheSurvivorRankedFirst(t *testing.T) {
 	t.Run("an ordinary pre-vote is granted to anyone", func(t *testing.T) {
 		h := newStateHarness(t, Options{}, "b", "c")
 		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
-		h.advance(freshness(h.e.cfg))     // the promise after the loss has run out
-		h.advance(400 * time.Millisecond) // no down: the leader fell silent
-		h.fire(timerElection)
+		h.advance(freshness(h.e.cfg)) // the promise after the loss has run out
+		h.expireElection()            // no down: the leader fell silent
 		require.True(t, h.e.preVoting)
 		out := h.recv("c", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3})
 		assert.True(t, sentTo[msgPreVoteReply](out, "c")[0].Granted, "ranks matter only after an observed down")

@@ -56,6 +56,8 @@ var inspectKeys = []inspectKey{
 	{"ergo:prevote_granted", "pre-vote grants in the current round, self included", func(e *election) string { return strconv.Itoa(len(e.preVotes)) }},
 	{"ergo:prevote_rounds", "pre-vote rounds started", func(e *election) string { return strconv.FormatUint(e.preVoteRounds, 10) }},
 	{"ergo:fast_failover_rounds", "pre-votes started early after the leader's down", func(e *election) string { return strconv.FormatUint(e.fastRounds, 10) }},
+	{"ergo:stall_graces", "election timeouts that came so late past their deadline that this follower kept its leader one more timeout rather than campaign (its node had not run)", func(e *election) string { return strconv.FormatUint(e.stallGraces, 10) }},
+	{"ergo:lease_reclaims", "pre-votes this node asked at once, to lead the next term, after its lease as leader ran out", func(e *election) string { return strconv.FormatUint(e.reclaims, 10) }},
 	{"ergo:pledges_given", "votes this node gave with its grants of fast pre-votes (pledged votes)", func(e *election) string { return strconv.FormatUint(e.pledgesGiven, 10) }},
 	{"ergo:pledged_elections", "elections this node started with votes pledged to it counted", func(e *election) string { return strconv.FormatUint(e.pledgedElections, 10) }},
 	{"ergo:fast_prevotes_reasked", "fast pre-votes asked again of a voter that had not seen the leader's loss yet", func(e *election) string { return strconv.FormatUint(e.fastReasks, 10) }},

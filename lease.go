@@ -749,4 +749,5 @@ func (e *election) checkLease(now time.Time) {
 			e.now.Sub(e.holdUntil).Round(time.Millisecond), e.leaseDuration(), e.viewSize(), e.quorum())
 	}
 	e.stepDown(why)
+	e.reclaim()
 }

@@ -72,7 +72,10 @@ import (
 //     (docs/coalescing.md). Waiting only delays a campaign, as every rule
 //     of the gate does.
 //
-// Only the campaigns an election timeout starts take turns. A fast failover
+// The campaigns an election timeout starts take turns, and so does a
+// leader's reclaim of the next term after its lease ran out (leadership.go):
+// a stall of the node ends the leases of every election it leads at once,
+// and those reclaims, let through together, churned. A fast failover
 // (the leader's down was observed: one campaign per election, ordered across
 // the survivors by rank, leadership.go) and a handover (TimeoutNow) start at
 // once: they are what a failover's latency is made of, and they are bounded

@@ -32,7 +32,8 @@ import (
 //
 // Why it is safe. A voter pledges exactly when it would grant a vote for
 // T+1 arriving at that moment: it grants the pre-vote (no leader it still
-// hears, no promise to keep, not in its quiet period, T+1 above its floor),
+// hears but the candidate itself, whose lease ran out: reclaim; no promise
+// to keep but to the candidate, not in its quiet period, T+1 above its floor),
 // it is a follower, and it has given its vote for T+1 to nobody else. So
 // every vote of T+1, pledged or requested, is one per voter and term, and
 // two leaders of a term still need two quorums with no voter in common.
@@ -47,7 +48,8 @@ import (
 // as it forgets a vote).
 //
 // Only fast pre-votes ask for pledges: a survivor that saw its leader's
-// down and was ranked to go first. An election timeout's pre-vote does
+// down and was ranked to go first, or a leader whose lease ran out while
+// its followers still follow it (reclaim, leadership.go). An election timeout's pre-vote does
 // not, because several nodes may pre-vote at once there, and pledges given
 // to whichever asked first would split the votes of T+1 before anyone knew
 // who could win.
@@ -76,8 +78,11 @@ func (e *election) offerPledge(m *member, req msgPreVote) uint64 {
 	case e.pledge.term == req.Term+1 && e.pledge.to != m.pid:
 		e.drop("pledged_elsewhere")
 		return 0
-	case e.rankedFirst(m.node) == false:
-		// another survivor may be the one to win: a pre-vote grant only
+	case e.rankedFirst(m.node) == false && m.pid != e.leader:
+		// another survivor may be the one to win: a pre-vote grant only.
+		// The leader this node still follows, asking after its lease ran
+		// out (reclaim), is the one: no survivor fails over from a leader
+		// its followers have not lost
 		return 0
 	}
 	e.pledge = pledgeState{term: req.Term + 1, to: m.pid, until: e.now.Add(voteRound(e.cfg))}

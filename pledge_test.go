@@ -231,3 +231,139 @@ func TestCandidateCountsPledgesOnlyWhileTheRoundIsOpen(t *testing.T) {
 		assert.False(t, h.e.confirming)
 	})
 }
+
+// A leader whose lease ran out while its followers still follow it (their
+// acknowledgements came late, or every node was stalled) asks at once to
+// lead the next term, with pledges, and is led again within one round
+// trip (reclaim).
+func TestALeaderWhoseLeaseRanOutReclaimsTheNextTermInOneRoundTrip(t *testing.T) {
+	h := leaderOfThree(t)
+	term := h.e.term
+	h.advance(h.e.cfg.electionTimeoutMax) // it has led for a while
+	h.e.sendHeartbeats()
+	h.e.takeEffects()
+	h.advance(time.Millisecond)
+	h.recv("b", msgHeartbeatAck{ClusterID: "c", Term: term, Round: h.e.round})
+	h.advance(holdingLease(h.e.cfg)) // the acks of later rounds came too late
+	h.e.checkLease(h.now)
+	out := h.e.takeEffects()
+	require.Equal(t, roleFollower, h.e.role, "the lease ran out: it stood down")
+	for _, peer := range []string{"b", "c"} {
+		req := sentTo[msgPreVote](out, peer)
+		require.Len(t, req, 1, "asks %s at once, without waiting for an election timeout", peer)
+		assert.True(t, req[0].Pledge, "and asks for its pledge")
+		assert.Equal(t, term, req[0].Term)
+	}
+	assert.Equal(t, uint64(1), h.e.reclaims)
+
+	h.advance(2 * time.Millisecond)
+	out = h.recv("b", msgPreVoteReply{ClusterID: "c", Term: term, Granted: true, Pledged: term + 1})
+	assert.Equal(t, term+1, h.e.term)
+	assert.True(t, h.e.confirming, "won the next term with its own vote and b's pledge")
+	assert.Empty(t, sentTo[msgVote](out, "b"), "no second round trip")
+
+	// a term whose lease lapses as soon as it is won is not reclaimed:
+	// the node is too busy to hold one
+	h.e.confirmResult(h.now, true, nil)
+	h.e.published(h.now)
+	h.e.takeEffects()
+	require.Equal(t, roleLeader, h.e.role)
+	h.advance(holdingLease(h.e.cfg) + time.Millisecond)
+	h.e.checkLease(h.now)
+	out = h.e.takeEffects()
+	require.Equal(t, roleFollower, h.e.role)
+	assert.Empty(t, sentTo[msgPreVote](out, "b"), "no reclaim of a term won %s ago", holdingLease(h.e.cfg))
+	assert.Equal(t, uint64(1), h.e.reclaims)
+}
+
+// A lease that ends because the leader lost the connections to a quorum
+// is not reclaimed at once: the others may be failing over fast already,
+// and the pre-vote could not reach a quorum anyway.
+func TestALeaderCutOffFromAQuorumDoesNotReclaim(t *testing.T) {
+	h := leaderOfThree(t)
+	h.e.down(h.now, pid("b"), gen.ErrNoConnection)
+	h.e.down(h.now, pid("c"), gen.ErrNoConnection)
+	h.e.checkLease(h.now)
+	out := h.e.takeEffects()
+	require.Equal(t, roleFollower, h.e.role)
+	assert.Empty(t, sentTo[msgPreVote](out, "b"))
+	assert.Zero(t, h.e.reclaims)
+}
+
+// The follower's side of reclaim: it grants and pledges to the leader it
+// still follows, ranked first or not, and still refuses everyone else
+// while it hears that leader.
+func TestAFollowerPledgesToTheLeaderItStillFollows(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c"})
+	h.recv("c", msgHello{ClusterID: "c"})
+	leader, other := "b", "c"
+	if h.e.rankedFirst(node("b")) {
+		leader, other = "c", "b" // a leader the failover order does not put first
+	}
+	require.False(t, h.e.rankedFirst(node(leader)))
+	h.recv(leader, msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid(leader)})
+	require.Equal(t, pid(leader), h.e.leader)
+	ask := msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3, Pledge: true}
+
+	out := h.recv(other, ask)
+	reply := sentTo[msgPreVoteReply](out, other)[0]
+	assert.False(t, reply.Granted, "anyone else is refused while the leader is heard")
+	assert.Equal(t, pid(leader), reply.Leader)
+
+	out = h.recv(leader, ask)
+	reply = sentTo[msgPreVoteReply](out, leader)[0]
+	assert.True(t, reply.Granted, "the leader itself asks: its lease ran out")
+	assert.Equal(t, uint64(2), reply.Pledged, "and gets the vote of the next term with the grant")
+	assert.Equal(t, uint64(1), h.e.term, "a pledge adopts no term")
+	assert.Equal(t, gen.PID{}, h.e.leader, "it follows no leader of term 1 any more (pledgeBinds)")
+
+	out = h.recv(other, ask)
+	reply = sentTo[msgPreVoteReply](out, other)[0]
+	assert.Zero(t, reply.Pledged, "the vote of term 2 is given")
+}
+
+// A follower whose election timeout comes long past its deadline (its node
+// did not run: a stall of every node) keeps its leader one more timeout,
+// and the leader, whose lease ran out in the same stall, reclaims the next
+// term through it at once. Once per silence: the next timeout campaigns.
+func TestAStalledFollowerWaitsForItsLeadersReclaim(t *testing.T) {
+	h := newStateHarness(t, Options{}, "b", "c")
+	h.recv("b", msgHello{ClusterID: "c"})
+	h.recv("c", msgHello{ClusterID: "c"})
+	h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+	h.now = h.e.electionDeadline.Add(stallLateness(h.e.cfg)) // stopped for a while
+	out := h.fire(timerElection)
+	assert.Empty(t, sentTo[msgPreVote](out, "b"), "no campaign on a silence that was this node's own")
+	assert.Equal(t, pid("b"), h.e.leader, "it still follows b")
+	assert.Equal(t, uint64(1), h.e.stallGraces)
+	assert.True(t, h.e.electionDeadline.After(h.now), "one more election timeout, from now")
+
+	out = h.recv("b", msgPreVote{ClusterID: "c", Term: 1, ViewSize: 3, Pledge: true})
+	reply := sentTo[msgPreVoteReply](out, "b")[0]
+	assert.True(t, reply.Granted)
+	assert.Equal(t, uint64(2), reply.Pledged, "b's reclaim gets its pledge")
+
+	t.Run("once per silence", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "c")
+		h.recv("b", msgHello{ClusterID: "c"})
+		h.recv("c", msgHello{ClusterID: "c"})
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		h.now = h.e.electionDeadline.Add(stallLateness(h.e.cfg))
+		h.fire(timerElection)
+		h.now = h.e.electionDeadline.Add(stallLateness(h.e.cfg)) // stalled again, nothing heard
+		out := h.fire(timerElection)
+		assert.Len(t, sentTo[msgPreVote](out, "c"), 1, "the same silence twice: it campaigns")
+		assert.Equal(t, uint64(1), h.e.stallGraces)
+	})
+	t.Run("a timeout on time campaigns", func(t *testing.T) {
+		h := newStateHarness(t, Options{}, "b", "c")
+		h.recv("b", msgHello{ClusterID: "c"})
+		h.recv("c", msgHello{ClusterID: "c"})
+		h.recv("b", msgHeartbeat{ClusterID: "c", Term: 1, Leader: pid("b")})
+		h.now = h.e.electionDeadline.Add(stallLateness(h.e.cfg) - time.Millisecond)
+		out := h.fire(timerElection)
+		assert.Len(t, sentTo[msgPreVote](out, "c"), 1)
+		assert.Zero(t, h.e.stallGraces)
+	})
+}

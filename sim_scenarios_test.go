@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -324,4 +325,66 @@ func TestSimulationFollowersWithACrossedConnectionMeet(t *testing.T) {
 		t.Fatal("the third node led in no seed: the followers' case was not tested")
 	}
 	t.Logf("the third node led in %d of 30 seeds", outsideLed)
+}
+
+// TestSimulationAStallOfEveryNodeIsReclaimed: every process of every node
+// stops at once for longer than the holding lease and the election
+// timeouts (a host that holds the machine's CPUs back), then all run again
+// in an order the seed shuffles. The leader's lease ran out, and every
+// follower's election timeout came long past its deadline. The leader
+// stands down and asks at once for the next term (reclaim), which the
+// followers grant and pledge when it reaches them still following it, and
+// grant when their own timeouts came first. Breaks: without the reclaim,
+// the election was led again only after an election timeout (every seed),
+// and after a stall of every node, leadership landed on whichever node's
+// timer fired first.
+func TestSimulationAStallOfEveryNodeIsReclaimed(t *testing.T) {
+	t.Parallel()
+	const seeds = 100
+	kept, slow := 0, 0
+	for seed := uint64(1); seed <= seeds; seed++ {
+		s := newSimTest(t, seed, lanNetwork())
+		c, _ := startSimCluster(s, 3, simOptions(), actorTuning{})
+		if _, ok := c.runUntilConverged(10 * time.Second); ok == false {
+			t.Fatalf("seed %d: no convergence\n%s", seed, s.report())
+		}
+		s.runFor(time.Second) // settled: the hubs carry the rounds
+		old := c.leaders()[0]
+		term := old.Term()
+		var all []*simProcess
+		for _, name := range slices.Sorted(maps.Keys(s.nodes)) {
+			n := s.nodes[name]
+			for _, id := range slices.Sorted(maps.Keys(n.procs)) {
+				all = append(all, n.procs[id])
+			}
+		}
+		s.rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+		stall := 400 * time.Millisecond
+		for _, p := range all {
+			p.pause(stall)
+		}
+		s.runFor(stall)
+		took, ok := c.runUntilConverged(livenessBound(c.cfg()))
+		requireNoViolation(t, s)
+		if ok == false {
+			t.Fatalf("seed %d: not led again after the stall\n%s", seed, s.report())
+		}
+		leader := c.leaders()[0]
+		if leader.Term() <= term {
+			t.Fatalf("seed %d: led at term %d after the stall, want a term after %d (every lease ran out)\n%s", seed, leader.Term(), term, s.report())
+		}
+		if leader == old {
+			kept++
+		}
+		if took >= c.cfg().electionTimeoutMin {
+			slow++
+		}
+	}
+	t.Logf("of %d stalls of every node: the leader reclaimed its election in %d, %d took an election timeout or more", seeds, kept, slow)
+	if kept < seeds*9/10 {
+		t.Errorf("the old leader led again after %d of %d stalls, want at least 90%%", kept, seeds)
+	}
+	if slow > seeds/10 {
+		t.Errorf("%d of %d stalls took ElectionTimeoutMin or more to be led again, want at most 10%%", slow, seeds)
+	}
 }

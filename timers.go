@@ -104,6 +104,15 @@ func (e *election) electionTimeout() {
 		e.armElectionTimer(e.electionDeadline)
 		return
 	}
+	if e.stalledPastDeadline() {
+		// the leader's silence is this node's own: one more election
+		// timeout, counted from now, for its rounds or its reclaim
+		e.findSilentConnections()
+		e.stallGraces++
+		e.graceHeard = e.members[e.leader.Node].lastHeard
+		e.resetElectionDeadline()
+		return
+	}
 	if e.role == roleCandidate {
 		// this term's vote round is over; grants still in flight are late
 		e.votes = nil
@@ -117,6 +126,39 @@ func (e *election) electionTimeout() {
 		return
 	}
 	e.campaign()
+}
+
+// stalledPastDeadline reports whether this follower's election timeout came
+// so late that the silence it times out on is most likely this node's own:
+// its process did not run (the node was stalled, every node with it in a
+// host's hiccup, or starved of CPU by a crash's wave) for at least
+// stallLateness past the deadline, and no grace was given for the same
+// silence yet. Such a follower keeps its leader for one more election
+// timeout, counted from now, instead of campaigning at once: a leader that
+// was stalled with it runs again, and either sends its rounds or, its lease
+// having run out meanwhile, asks to lead the next term (reclaim), which
+// the follower grants and pledges because it still follows it. Campaigning
+// at once raced that reclaim: after a stall of every node, every
+// election's followers campaigned together with its leader, terms were
+// split, and leadership landed on whichever node resumed first. The grace
+// delays a campaign once per silence, which the protocol allows at any
+// time; a leader that is gone for good costs an election timeout more, and
+// a leader whose down came fails over fast as before (leaderLost).
+func (e *election) stalledPastDeadline() bool {
+	if e.role != roleFollower || e.leader == (gen.PID{}) {
+		return false
+	}
+	m, ok := e.members[e.leader.Node]
+	if ok == false || m.pid != e.leader || m.lastHeard.Equal(e.graceHeard) {
+		return false
+	}
+	if e.owedDownFrom == e.leader && m.lastHeard.After(e.owedDownSince) == false {
+		// the connection to the leader's node was lost: the silence is
+		// the leader's, and the hub held this timer for its down on
+		// purpose (awaitingOwedDown)
+		return false
+	}
+	return e.now.Sub(e.electionDeadline) >= stallLateness(e.cfg)
 }
 
 // randomTimeout draws an election timeout from [min, max].

@@ -307,3 +307,11 @@ func (e *election) redialHold() time.Duration { return e.silenceBound() + e.cfg.
 // costs what sending every record every interval cost, a twentieth as
 // often.
 func recordRefresh(heartbeatInterval time.Duration) time.Duration { return 20 * heartbeatInterval }
+
+// stallLateness is how late past its deadline an election timeout must
+// come for the follower to take the silence as its own (stalledPastDeadline):
+// half of ElectionTimeoutMin (75 ms at the defaults). A node that runs
+// handles its timers within milliseconds of their deadlines, and within
+// tens of milliseconds while it is busy; a stall of every node for a few
+// hundred milliseconds makes every follower's timeout at least this late.
+func stallLateness(cfg config) time.Duration { return cfg.electionTimeoutMin / 2 }

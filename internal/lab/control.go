@@ -103,7 +103,7 @@ type Link struct {
 // InspectKeys are the actor's inspect items a child reports.
 var InspectKeys = []string{
 	"ergo:state", "ergo:leader", "ergo:leader_node", "ergo:term", "ergo:view_size",
-	"ergo:quorum", "ergo:unreachable", "ergo:heartbeat_in_last",
+	"ergo:quorum", "ergo:unreachable", "ergo:heartbeat_in_last", "ergo:lease_reclaims",
 }
 
 // Role is the actor's role: leader, candidate, follower or unclustered
