@@ -199,16 +199,7 @@ func labSIGSTOPLeader(t *testing.T, size int, stall time.Duration) {
 	old, term := c.AwaitAgreement(labConverge, c.All()...)
 	oldName := c.Node(old).Name
 	// let it lead for a while first, so its work is in full swing
-	c.Await(labConverge, oldName+" records leader-only work", func() (bool, string) {
-		records, err := lab.ReadWorkLog(c.WorkLog())
-		count := 0
-		for _, r := range records {
-			if r.Node == oldName && r.Term == term && r.End == false {
-				count++
-			}
-		}
-		return err == nil && count >= 40, fmt.Sprintf("%d records (%v)", count, err)
-	})
+	labAwaitWork(t, c, oldName, term, 40)
 
 	if stall == 0 {
 		stall = 2 * electMax * time.Millisecond
@@ -299,16 +290,7 @@ func TestLabAStallOfEveryNodeIsReclaimed(t *testing.T) {
 	c := lab.Start(t, lab.Config{Nodes: 3, Params: labParams(0, electMin, electMax, hb, 0)})
 	old, term := c.AwaitAgreement(labConverge, c.All()...)
 	oldName := c.Node(old).Name
-	c.Await(labConverge, oldName+" records leader-only work", func() (bool, string) {
-		records, err := lab.ReadWorkLog(c.WorkLog())
-		count := 0
-		for _, r := range records {
-			if r.Node == oldName && r.Term == term && r.End == false {
-				count++
-			}
-		}
-		return err == nil && count >= 20, fmt.Sprintf("%d records (%v)", count, err)
-	})
+	labAwaitWork(t, c, oldName, term, 20)
 	before, err := c.Node(old).Refresh()
 	if err != nil {
 		t.Fatal(err)
