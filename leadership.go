@@ -329,25 +329,24 @@ func (e *election) fastPreVote() {
 	}
 }
 
-// reclaim asks, at once, to lead the next term after this node's lease ran
-// out: a pre-vote asking for pledges, as a fast failover's does
-// (fastPreVote). A lease runs out while its followers still follow this
-// node when their acknowledgements came late (a node crash's wave on two
-// busy survivors, the new leaders among them) or when every node was
-// stalled at once (all of them paused, a host's hiccup). Without it the
-// election waited for an election timeout and a turn at the campaign gate
-// while the followers kept refusing pre-votes for the leader they still
-// heard, then campaigned on whoever's timer fired first: a few hundred
-// milliseconds to seconds without a leader, split votes in a crash's wave,
-// and after a stall of every node, leadership landing on whichever node
-// resumed first. A follower that still follows this node grants the
-// pre-vote and pledges its vote of the next term to it (handlePreVote,
-// offerPledge), so the election is led again within one round trip, by the
-// same node. It changes no safety rule: the pre-vote moves no term, a
-// pledge is a vote and binds as one, and the new lease counts from the
-// pre-vote's send time (pledge.go). A follower that moved to another
-// leader refuses, as it refuses any pre-vote, and this node then campaigns
-// at its election timeout as before.
+// reclaim asks to lead the next term as soon as this node's lease ran out:
+// a pre-vote asking for pledges, as a fast failover's does (fastPreVote). A
+// lease runs out while its followers still follow this node when their
+// acknowledgements came late (a node crash's wave on two busy survivors,
+// the new leaders among them) or when every node was stalled at once (all
+// of them paused, a host's hiccup). Without it the election waited for an
+// election timeout while the followers kept refusing pre-votes for the
+// leader they still heard, then campaigned on whoever's timer fired first:
+// a few hundred milliseconds to seconds without a leader, split votes in a
+// crash's wave, and after a stall of every node, leadership landing on
+// whichever node resumed first. A follower that still follows this node
+// grants the pre-vote and pledges its vote of the next term to it
+// (handlePreVote, offerPledge), so the election is led again within one
+// round trip of the reclaim's turn (below), by the same node. It changes no
+// safety rule: the pre-vote moves no term, a pledge is a vote and binds as
+// one, and the new lease counts from the pre-vote's send time (pledge.go).
+// A follower that moved to another leader refuses, as it refuses any
+// pre-vote, and this node then campaigns at its election timeout as before.
 //
 // Two limits keep reclaims from feeding the load that ends leases. A
 // reclaim takes a turn at the node's campaign gate like any campaign
